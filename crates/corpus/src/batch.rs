@@ -1,0 +1,260 @@
+//! Turning sentences into ids, planning length-bucketed batches, padding.
+//!
+//! A batch never truncates a sentence: it is as long as its longest
+//! sentence, and the mask says which positions are real.
+
+use crate::tags::Tag;
+use crate::vocab::{Vocabs, PAD_ID};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Capitalisation classes (0 is padding).
+pub const CAPS_CLASSES: usize = 6;
+
+/// Lample et al.'s capitalisation feature: 1 no letters, 2 all lowercase,
+/// 3 all uppercase, 4 first letter uppercase, 5 other mixes.
+pub fn caps_class(word: &str) -> u32 {
+    let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+    let cased: Vec<&char> = letters.iter().filter(|c| c.is_uppercase() || c.is_lowercase()).collect();
+    if letters.is_empty() || cased.is_empty() {
+        1
+    } else if cased.iter().all(|c| c.is_lowercase()) {
+        2
+    } else if cased.iter().all(|c| c.is_uppercase()) {
+        3
+    } else if word.chars().find(|c| c.is_alphabetic()).is_some_and(char::is_uppercase)
+        && cased.iter().skip(1).all(|c| c.is_lowercase())
+    {
+        4
+    } else {
+        5
+    }
+}
+
+/// A sentence as ids.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Encoded {
+    pub words: Vec<u32>,
+    /// Character ids per word, at most `max_word_chars` each.
+    pub chars: Vec<Vec<u32>>,
+    pub caps: Vec<u32>,
+    /// Tag ids in the tagger's scheme, when known.
+    pub tags: Option<Vec<u32>>,
+}
+
+impl Encoded {
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+}
+
+impl Vocabs {
+    /// Encodes tokens, and tags already in the tagger's scheme. Tags the
+    /// vocabulary lacks make `tags` `None` (the sentence can still be
+    /// tagged and scored, not trained on). Only the first `max_word_chars`
+    /// characters of a word feed the character features; every token is kept.
+    pub fn encode(&self, tokens: &[String], tags: Option<&[Tag]>, max_word_chars: usize) -> Encoded {
+        let words = tokens.iter().map(|w| self.words.id(&self.normalize.apply(w))).collect();
+        let chars = tokens
+            .iter()
+            .map(|w| w.chars().take(max_word_chars.max(1)).map(|c| self.chars.id(c.encode_utf8(&mut [0; 4]))).collect())
+            .collect();
+        let caps = tokens.iter().map(|w| caps_class(w)).collect();
+        let tags = tags.and_then(|t| t.iter().map(|t| self.tag_id(t)).collect::<Option<Vec<u32>>>());
+        Encoded { words, chars, caps, tags }
+    }
+}
+
+/// How big a batch is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchSize {
+    /// At most this many sentences.
+    Sentences(usize),
+    /// At most this many padded tokens (sentences × longest), at least one sentence.
+    Tokens(usize),
+}
+
+/// Plans batches over sentences of the given lengths. Without a seed,
+/// sentences are sorted by length (ties by index) and cut in order. With a
+/// seed, sentences are shuffled, sorted by length within pools of 50
+/// batches, cut, and the batches shuffled: similar lengths in a batch
+/// (little padding) but a different order every epoch. Every sentence
+/// appears in exactly one batch.
+pub fn plan_batches(lengths: &[usize], size: BatchSize, seed: Option<u64>) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    let mut rng = seed.map(ChaCha8Rng::seed_from_u64);
+    let pool = match (&rng, size) {
+        (None, _) => lengths.len().max(1),
+        (Some(_), BatchSize::Sentences(n)) => 50 * n.max(1),
+        (Some(_), BatchSize::Tokens(t)) => {
+            let mean = (lengths.iter().sum::<usize>() / lengths.len().max(1)).max(1);
+            50 * (t / mean).max(1)
+        }
+    };
+    if let Some(r) = rng.as_mut() {
+        order.shuffle(r);
+    }
+    let mut batches = Vec::new();
+    for chunk in order.chunks_mut(pool) {
+        chunk.sort_by_key(|&i| lengths[i]);
+        let mut cur: Vec<usize> = Vec::new();
+        let mut longest = 0;
+        for &i in chunk.iter() {
+            let l = lengths[i].max(longest);
+            let full = match size {
+                BatchSize::Sentences(n) => cur.len() >= n.max(1),
+                BatchSize::Tokens(t) => !cur.is_empty() && l * (cur.len() + 1) > t,
+            };
+            if full {
+                batches.push(std::mem::take(&mut cur));
+                longest = 0;
+            }
+            longest = longest.max(lengths[i]);
+            cur.push(i);
+        }
+        if !cur.is_empty() {
+            batches.push(cur);
+        }
+    }
+    if let Some(r) = rng.as_mut() {
+        batches.shuffle(r);
+    }
+    batches
+}
+
+/// A padded batch as flat row-major arrays, ready to become tensors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaddedBatch {
+    /// Indices of the sentences, in batch order.
+    pub ids: Vec<usize>,
+    pub batch: usize,
+    /// Longest sentence in the batch.
+    pub len: usize,
+    /// Longest word (in characters) in the batch, at least 1.
+    pub word_len: usize,
+    pub lengths: Vec<usize>,
+    /// `[batch, len]`, padding = 0.
+    pub words: Vec<i64>,
+    /// `[batch, len]`, padding = 0.
+    pub caps: Vec<i64>,
+    /// `[batch, len, word_len]`, padding = 0.
+    pub chars: Vec<i64>,
+    /// `[batch, len]` tag ids, 0 at padding; `None` unless every sentence has tags.
+    pub tags: Option<Vec<i64>>,
+    /// `[batch, len]`, true at real tokens.
+    pub mask: Vec<bool>,
+}
+
+/// Pads the sentences `ids` of `data` into one batch.
+pub fn pad(data: &[Encoded], ids: &[usize]) -> PaddedBatch {
+    let batch = ids.len();
+    let len = ids.iter().map(|&i| data[i].len()).max().unwrap_or(0).max(1);
+    let word_len = ids.iter().flat_map(|&i| data[i].chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
+    let pad = PAD_ID as i64;
+    let mut words = vec![pad; batch * len];
+    let mut caps = vec![pad; batch * len];
+    let mut chars = vec![pad; batch * len * word_len];
+    let mut mask = vec![false; batch * len];
+    let all_tagged = ids.iter().all(|&i| data[i].tags.is_some());
+    let mut tags = all_tagged.then(|| vec![0i64; batch * len]);
+    for (b, &i) in ids.iter().enumerate() {
+        let s = &data[i];
+        for t in 0..s.len() {
+            let at = b * len + t;
+            words[at] = s.words[t] as i64;
+            caps[at] = s.caps[t] as i64;
+            mask[at] = true;
+            for (c, &ch) in s.chars[t].iter().enumerate() {
+                chars[at * word_len + c] = ch as i64;
+            }
+            if let (Some(out), Some(st)) = (tags.as_mut(), s.tags.as_ref()) {
+                out[at] = st[t] as i64;
+            }
+        }
+    }
+    PaddedBatch {
+        ids: ids.to_vec(),
+        batch,
+        len,
+        word_len,
+        lengths: ids.iter().map(|&i| data[i].len()).collect(),
+        words,
+        caps,
+        chars,
+        tags,
+        mask,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_classes() {
+        assert_eq!(caps_class("123"), 1);
+        assert_eq!(caps_class("中国"), 1);
+        assert_eq!(caps_class("john"), 2);
+        assert_eq!(caps_class("EU"), 3);
+        assert_eq!(caps_class("John"), 4);
+        assert_eq!(caps_class("McDonald"), 5);
+    }
+
+    #[test]
+    fn every_sentence_in_exactly_one_batch() {
+        let lengths: Vec<usize> = (0..1000).map(|i| 1 + (i * 37) % 120).collect();
+        for size in [BatchSize::Sentences(32), BatchSize::Tokens(500)] {
+            for seed in [None, Some(7)] {
+                let b = plan_batches(&lengths, size, seed);
+                let mut all: Vec<usize> = b.iter().flatten().copied().collect();
+                all.sort();
+                assert_eq!(all, (0..1000).collect::<Vec<_>>());
+                if let BatchSize::Tokens(t) = size {
+                    for batch in &b {
+                        let longest = batch.iter().map(|&i| lengths[i]).max().unwrap();
+                        assert!(batch.len() == 1 || longest * batch.len() <= t);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sentence_longer_than_the_token_budget_gets_its_own_batch() {
+        let b = plan_batches(&[3, 5000, 4], BatchSize::Tokens(100), None);
+        assert_eq!(b, vec![vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn seeded_plans_are_deterministic_and_differ_by_seed() {
+        let lengths: Vec<usize> = (0..300).map(|i| 1 + i % 17).collect();
+        let a = plan_batches(&lengths, BatchSize::Sentences(8), Some(1));
+        assert_eq!(a, plan_batches(&lengths, BatchSize::Sentences(8), Some(1)));
+        assert_ne!(a, plan_batches(&lengths, BatchSize::Sentences(8), Some(2)));
+    }
+
+    #[test]
+    fn padding_and_mask() {
+        let data = vec![
+            Encoded {
+                words: vec![5, 6, 7],
+                chars: vec![vec![2], vec![3, 4], vec![2]],
+                caps: vec![2, 2, 2],
+                tags: Some(vec![1, 2, 0]),
+            },
+            Encoded { words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
+        ];
+        let b = pad(&data, &[1, 0]);
+        assert_eq!((b.batch, b.len, b.word_len), (2, 3, 3));
+        assert_eq!(b.words, vec![8, 0, 0, 5, 6, 7]);
+        assert_eq!(b.mask, vec![true, false, false, true, true, true]);
+        assert_eq!(b.tags.unwrap(), vec![3, 0, 0, 1, 2, 0]);
+        assert_eq!(&b.chars[9..15], &[2, 0, 0, 3, 4, 0]);
+        assert_eq!(b.lengths, vec![1, 3]);
+    }
+}

@@ -1,0 +1,365 @@
+//! A dataset folder: train/dev/test column files, named in an optional
+//! `dataset.toml` or recognised by conventional names.
+//!
+//! ```toml
+//! # dataset.toml (every key optional)
+//! name = "conll2003"
+//! train = "eng.train"
+//! dev = "eng.testa"
+//! test = "eng.testb"
+//! scheme = "iob1"        # iob1 | bio | bioes | bmes; detected when absent
+//! token_column = 0       # 0-based; negative counts from the end
+//! tag_column = -1        # the last column
+//! ```
+//!
+//! Without `dataset.toml`, file names are matched (case-insensitively):
+//! `*train*` is the training split, `*dev*`/`*valid*`/`*testa*` the
+//! development split, `*test*`/`*testb*` the test split.
+
+use crate::error::{CorpusError, Result};
+use crate::io::read_text;
+use crate::reader::{parse_tagged, Columns, Sentence};
+use crate::tags::Scheme;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+pub const DATASET_TOML: &str = "dataset.toml";
+
+/// The contents of `dataset.toml`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetToml {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<Scheme>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_column: Option<isize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag_column: Option<isize>,
+}
+
+impl DatasetToml {
+    pub fn read(path: &Path) -> Result<DatasetToml> {
+        let text = read_text(path)?;
+        toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))
+    }
+}
+
+/// Turns a TOML error into one that names file and line.
+pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> CorpusError {
+    let msg = e.message().to_string();
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            CorpusError::at(path, line, msg)
+        }
+        None => CorpusError::file(path, msg),
+    }
+}
+
+/// The names of the three split files of a dataset folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitFiles {
+    pub train: Option<PathBuf>,
+    pub dev: Option<PathBuf>,
+    pub test: Option<PathBuf>,
+}
+
+/// Role of a split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitName {
+    Train,
+    Dev,
+    Test,
+}
+
+impl SplitName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SplitName::Train => "train",
+            SplitName::Dev => "dev",
+            SplitName::Test => "test",
+        }
+    }
+}
+
+impl std::str::FromStr for SplitName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "train" => Ok(SplitName::Train),
+            "dev" => Ok(SplitName::Dev),
+            "test" => Ok(SplitName::Test),
+            _ => Err(format!("unknown split `{s}`: expected train, dev or test")),
+        }
+    }
+}
+
+/// Files that are never data, whatever their name.
+fn is_data_candidate(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let skip_ext = [
+        ".md", ".toml", ".json", ".jsonl", ".py", ".sh", ".zip", ".gz", ".tar", ".bz2", ".xz", ".pdf", ".html",
+        ".lock", ".log",
+    ];
+    !lower.starts_with('.') && !lower.starts_with("readme") && !skip_ext.iter().any(|e| lower.ends_with(e))
+}
+
+fn classify(name: &str) -> Option<SplitName> {
+    let n = name.to_ascii_lowercase();
+    if n.contains("train") {
+        Some(SplitName::Train)
+    } else if n.contains("dev") || n.contains("valid") || n.contains("testa") {
+        Some(SplitName::Dev)
+    } else if n.contains("test") {
+        Some(SplitName::Test)
+    } else {
+        None
+    }
+}
+
+/// Finds the split files of a folder: from `dataset.toml` if present, else
+/// by conventional names. Two files claiming one split is an error.
+pub fn locate(dir: &Path, spec: &DatasetToml) -> Result<SplitFiles> {
+    let meta = std::fs::metadata(dir).map_err(|e| CorpusError::io(dir, e))?;
+    if !meta.is_dir() {
+        return Err(CorpusError::file(dir, "expected a dataset folder, found a file"));
+    }
+    let mut found: [Vec<PathBuf>; 3] = Default::default();
+    let entries = std::fs::read_dir(dir).map_err(|e| CorpusError::io(dir, e))?;
+    let mut names: Vec<PathBuf> = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| CorpusError::io(dir, e))?;
+        if e.path().is_file() {
+            names.push(e.path());
+        }
+    }
+    names.sort();
+    for p in names {
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !is_data_candidate(&name) {
+            continue;
+        }
+        if let Some(split) = classify(&name) {
+            found[split as usize].push(p);
+        }
+    }
+    let pick = |named: &Option<String>, split: SplitName| -> Result<Option<PathBuf>> {
+        if let Some(n) = named {
+            let p = dir.join(n);
+            if !p.is_file() {
+                return Err(CorpusError::file(
+                    &dir.join(DATASET_TOML),
+                    format!("{} file `{}` does not exist", split.as_str(), p.display()),
+                ));
+            }
+            return Ok(Some(p));
+        }
+        let c = &found[split as usize];
+        match c.len() {
+            0 => Ok(None),
+            1 => Ok(Some(c[0].clone())),
+            _ => Err(CorpusError::file(
+                dir,
+                format!(
+                    "several files look like the {} split ({}): name one in {DATASET_TOML} (`{} = \"…\"`)",
+                    split.as_str(),
+                    c.iter()
+                        .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    split.as_str()
+                ),
+            )),
+        }
+    };
+    Ok(SplitFiles {
+        train: pick(&spec.train, SplitName::Train)?,
+        dev: pick(&spec.dev, SplitName::Dev)?,
+        test: pick(&spec.test, SplitName::Test)?,
+    })
+}
+
+/// One split, read.
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub name: SplitName,
+    pub path: PathBuf,
+    pub sentences: Vec<Sentence>,
+}
+
+impl Split {
+    pub fn tokens(&self) -> usize {
+        self.sentences.iter().map(|s| s.tokens.len()).sum()
+    }
+}
+
+/// A dataset folder, read and checked.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    pub name: String,
+    pub dir: PathBuf,
+    pub scheme: Scheme,
+    /// Whether the scheme came from `dataset.toml` (else it was detected).
+    pub scheme_declared: bool,
+    pub columns: Columns,
+    pub splits: Vec<Split>,
+}
+
+impl Dataset {
+    /// Reads every split of a dataset folder.
+    pub fn load(dir: &Path) -> Result<Dataset> {
+        let toml_path = dir.join(DATASET_TOML);
+        let spec = if toml_path.is_file() { DatasetToml::read(&toml_path)? } else { DatasetToml::default() };
+        let files = locate(dir, &spec)?;
+        let columns = Columns { token: spec.token_column.unwrap_or(0), tag: spec.tag_column.unwrap_or(-1) };
+        let mut splits = Vec::new();
+        for (name, path) in
+            [(SplitName::Train, &files.train), (SplitName::Dev, &files.dev), (SplitName::Test, &files.test)]
+        {
+            if let Some(path) = path {
+                let text = read_text(path)?;
+                let sentences = parse_tagged(path, &text, columns, spec.scheme)?;
+                splits.push(Split { name, path: path.clone(), sentences });
+            }
+        }
+        if splits.is_empty() {
+            return Err(CorpusError::file(
+                dir,
+                format!(
+                    "no data files: expected {DATASET_TOML} or files named *train*, *dev*/*valid*/*testa*, *test*/*testb*"
+                ),
+            ));
+        }
+        // The scheme is detected over all splits together: a training file
+        // with no `M-` tag is still BMES if the test file has them.
+        let scheme = match spec.scheme {
+            Some(s) => s,
+            None => Scheme::detect(splits.iter().flat_map(|s| s.sentences.iter().map(|s| s.tags.as_slice())))
+                .map_err(|m| CorpusError::file(&splits[0].path, m))?,
+        };
+        let name = spec.name.clone().unwrap_or_else(|| {
+            dir.canonicalize()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+                .unwrap_or_else(|| "dataset".into())
+        });
+        Ok(Dataset { name, dir: dir.to_path_buf(), scheme, scheme_declared: spec.scheme.is_some(), columns, splits })
+    }
+
+    pub fn split(&self, name: SplitName) -> Option<&Split> {
+        self.splits.iter().find(|s| s.name == name)
+    }
+
+    /// Entity types of a split, sorted.
+    pub fn labels(&self, name: SplitName) -> BTreeSet<String> {
+        self.split(name)
+            .map(|s| {
+                s.sentences.iter().flat_map(|s| s.tags.iter().filter_map(|t| t.label().map(str::to_string))).collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Entity types found in dev or test but not in train, per split.
+    pub fn unseen_labels(&self) -> Vec<(SplitName, String)> {
+        let train = self.labels(SplitName::Train);
+        let mut out = Vec::new();
+        for split in [SplitName::Dev, SplitName::Test] {
+            for l in self.labels(split) {
+                if !train.contains(&l) {
+                    out.push((split, l));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn conventional_names_are_recognised() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "eng.train", "a I-PER\n");
+        write(d.path(), "eng.testa", "b I-LOC\n");
+        write(d.path(), "eng.testb", "c O\n");
+        write(d.path(), "README.md", "x");
+        let ds = Dataset::load(d.path()).unwrap();
+        assert_eq!(ds.splits.len(), 3);
+        assert_eq!(ds.scheme, Scheme::Iob1);
+        assert_eq!(ds.split(SplitName::Dev).unwrap().path.file_name().unwrap(), "eng.testa");
+        assert_eq!(ds.unseen_labels(), vec![(SplitName::Dev, "LOC".to_string())]);
+    }
+
+    #[test]
+    fn bmes_names() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "train.char.bmes", "中 B-ORG\n国 E-ORG\n");
+        write(d.path(), "dev.char.bmes", "中 S-ORG\n");
+        write(d.path(), "test.char.bmes", "中 B-ORG\n国 M-ORG\n人 E-ORG\n");
+        let ds = Dataset::load(d.path()).unwrap();
+        assert_eq!(ds.scheme, Scheme::Bmes);
+    }
+
+    #[test]
+    fn dataset_toml_names_files_and_columns() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "a.txt", "B-PER x John\n");
+        write(
+            d.path(),
+            DATASET_TOML,
+            "name = \"t\"\ntrain = \"a.txt\"\nscheme = \"bio\"\ntoken_column = 2\ntag_column = 0\n",
+        );
+        let ds = Dataset::load(d.path()).unwrap();
+        assert_eq!(ds.name, "t");
+        assert_eq!(ds.splits[0].sentences[0].tokens, ["John"]);
+        assert!(ds.scheme_declared);
+    }
+
+    #[test]
+    fn unknown_key_in_dataset_toml_is_rejected_with_line() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "train.txt", "a O\n");
+        write(d.path(), DATASET_TOML, "train = \"train.txt\"\ntrian = \"x\"\n");
+        let err = Dataset::load(d.path()).unwrap_err().to_string();
+        assert!(err.contains("dataset.toml:2:"), "{err}");
+        assert!(err.contains("unknown field `trian`"), "{err}");
+        assert!(err.contains("train"), "{err}");
+    }
+
+    #[test]
+    fn ambiguous_and_missing_files_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "train1.txt", "a O\n");
+        write(d.path(), "train2.txt", "a O\n");
+        let err = Dataset::load(d.path()).unwrap_err().to_string();
+        assert!(err.contains("several files look like the train split"), "{err}");
+        let e = tempfile::tempdir().unwrap();
+        let err = Dataset::load(e.path()).unwrap_err().to_string();
+        assert!(err.contains("no data files"), "{err}");
+    }
+
+    #[test]
+    fn mixed_schemes_across_splits_are_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "train.txt", "a B-PER\nb I-PER\n");
+        write(d.path(), "dev.txt", "a O\n\nb M-PER\n");
+        let err = Dataset::load(d.path()).unwrap_err().to_string();
+        assert!(err.contains("mix prefixes of different schemes (B, I, M)"), "{err}");
+    }
+}

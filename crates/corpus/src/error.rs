@@ -1,0 +1,38 @@
+//! Errors that name the file, the line and what was expected.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// Bad content at a known place in a file.
+    #[error("{}:{line}: {message}", path.display())]
+    At { path: PathBuf, line: usize, message: String },
+    /// Bad content of a whole file (empty, no sentences, inconsistent tags).
+    #[error("{}: {message}", path.display())]
+    File { path: PathBuf, message: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A problem that is not tied to one file (a bad option, say).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl CorpusError {
+    pub fn at(path: &Path, line: usize, message: impl Into<String>) -> Self {
+        CorpusError::At { path: path.to_path_buf(), line, message: message.into() }
+    }
+
+    pub fn file(path: &Path, message: impl Into<String>) -> Self {
+        CorpusError::File { path: path.to_path_buf(), message: message.into() }
+    }
+
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        CorpusError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+pub type Result<T, E = CorpusError> = std::result::Result<T, E>;

@@ -1,0 +1,24 @@
+//! Sequence-labelling data, with no Burn dependency.
+//!
+//! files → [`reader`] (column files) / [`dataset`] (a folder of splits) →
+//! [`tags`] (schemes, spans, conversion) → [`vocab`] (ids) → [`batch`]
+//! (length-bucketed, padded batches) … and back: predicted tags →
+//! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
+//! [`stats`] describes one.
+
+pub mod batch;
+pub mod dataset;
+pub mod error;
+pub mod io;
+pub mod reader;
+pub mod score;
+pub mod stats;
+pub mod tags;
+pub mod toy;
+pub mod vocab;
+
+pub use dataset::{Dataset, Split, SplitName};
+pub use error::{CorpusError, Result};
+pub use reader::{Columns, Sentence};
+pub use tags::{Prefix, Scheme, Span, Tag};
+pub use vocab::{Normalize, Vocab, Vocabs};
