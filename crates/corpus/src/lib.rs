@@ -15,6 +15,7 @@ pub mod score;
 pub mod stats;
 pub mod tags;
 pub mod toy;
+pub mod vectors;
 pub mod vocab;
 
 pub use dataset::{Dataset, Split, SplitName};

@@ -42,8 +42,12 @@ impl std::str::FromStr for Lang {
 }
 
 struct Lexicon {
-    /// (type, entries); an entry's words are separated by spaces.
+    /// (type, entries); an entry's words are separated by spaces, and a `*`
+    /// in an entry is replaced by a freshly generated name, so held-out
+    /// splits hold many entities never seen in training.
     entities: &'static [(&'static str, &'static [&'static str])],
+    /// What generated names are made of (syllables, or characters).
+    syllables: &'static [&'static str],
     /// Templates: literal words and `{TYPE}` slots, space separated.
     templates: &'static [&'static str],
     /// Clauses joined into long sentences.
@@ -103,7 +107,25 @@ const EN: Lexicon = Lexicon {
                 "Washington Post",
             ],
         ),
-        ("MISC", &["English", "French", "Olympic Games", "World Cup", "Nobel Prize", "Chinese", "Georgian"]),
+        (
+            "MISC",
+            &[
+                "English",
+                "French",
+                "Olympic Games",
+                "World Cup",
+                "Nobel Prize",
+                "Chinese",
+                "Georgian",
+                "*ian",
+                "*ese",
+                "* Cup",
+            ],
+        ),
+    ],
+    syllables: &[
+        "ka", "ro", "vin", "tel", "son", "ber", "ski", "ov", "mar", "lin", "do", "zu", "an", "ek", "sal", "ti", "gor",
+        "nu",
     ],
     templates: &[
         "{PER} visited {LOC} on Monday .",
@@ -126,15 +148,22 @@ const EN: Lexicon = Lexicon {
 
 const ZH: Lexicon = Lexicon {
     entities: &[
-        ("NAME", &["张伟", "李娜", "王芳", "刘洋", "陈静", "杨帆", "赵磊", "黄丽", "周杰", "吴敏"]),
+        (
+            "NAME",
+            &[
+                "张伟", "李娜", "王芳", "刘洋", "陈静", "杨帆", "赵磊", "黄丽", "周杰", "吴敏", "张*", "李*", "王*",
+                "刘*", "陈*",
+            ],
+        ),
         ("CONT", &["中国", "美国", "加拿大", "新加坡", "英国"]),
         ("RACE", &["汉族", "回族", "满族", "壮族"]),
         ("TITLE", &["董事长", "总经理", "独立董事", "高级工程师", "财务总监", "副总裁", "监事"]),
         ("EDU", &["本科", "硕士", "博士", "大专", "研究生"]),
         ("ORG", &["华为技术有限公司", "中国银行", "北京大学", "腾讯控股", "上海汽车集团", "深圳发展银行", "清华大学"]),
         ("PRO", &["经济学", "计算机", "会计学", "法学", "金融"]),
-        ("LOC", &["北京", "上海", "深圳", "广州", "杭州"]),
+        ("LOC", &["北京", "上海", "深圳", "广州", "杭州", "*州", "*市"]),
     ],
+    syllables: &["海", "华", "明", "建", "国", "新", "晓", "文", "志", "平", "东", "丽", "强", "宁", "安", "春"],
     templates: &[
         "{NAME} ， 男 ， {CONT} 国 籍 ， {RACE} ， {EDU} 学 历 。",
         "现 任 {ORG} {TITLE} 。",
@@ -163,8 +192,9 @@ fn sentence(lex: &Lexicon, rng: &mut ChaCha8Rng, clauses: usize) -> (Vec<String>
             if let Some(ty) = piece.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
                 let (_, entries) = lex.entities.iter().find(|(t, _)| *t == ty).expect("template type");
                 let entry = entries.choose(rng).unwrap();
+                let entry = fill_names(lex, entry, rng);
                 let start = tokens.len();
-                tokens.extend(entry_tokens(lex, entry));
+                tokens.extend(entry_tokens(lex, &entry));
                 spans.push(Span { start, end: tokens.len(), label: ty.to_string() });
             } else {
                 tokens.push(piece.to_string());
@@ -172,6 +202,27 @@ fn sentence(lex: &Lexicon, rng: &mut ChaCha8Rng, clauses: usize) -> (Vec<String>
         }
     }
     (tokens, spans)
+}
+
+/// Replaces each `*` by a generated name: 2–3 syllables, capitalised
+/// (English), or 1–2 characters (Chinese).
+fn fill_names(lex: &Lexicon, entry: &str, rng: &mut ChaCha8Rng) -> String {
+    let zh = std::ptr::eq(lex, &ZH);
+    let mut out = String::new();
+    for c in entry.chars() {
+        if c != '*' {
+            out.push(c);
+            continue;
+        }
+        let n = if zh { rng.random_range(1..=2) } else { rng.random_range(2..=3) };
+        let name: String = (0..n).map(|_| *lex.syllables.choose(rng).unwrap()).collect();
+        let mut chars = name.chars();
+        if let Some(first) = chars.next() {
+            out.extend(first.to_uppercase());
+            out.extend(chars);
+        }
+    }
+    out
 }
 
 fn entry_tokens(lex: &Lexicon, entry: &str) -> Vec<String> {

@@ -49,7 +49,11 @@ pub struct Constraints {
 impl Constraints {
     /// Everything allowed.
     pub fn none(num_tags: usize) -> Self {
-        Constraints { trans: vec![vec![true; num_tags]; num_tags], start: vec![true; num_tags], end: vec![true; num_tags] }
+        Constraints {
+            trans: vec![vec![true; num_tags]; num_tags],
+            start: vec![true; num_tags],
+            end: vec![true; num_tags],
+        }
     }
 
     /// Derived from the scheme's rules ([`Scheme::allowed`]) for these tags.
@@ -150,14 +154,19 @@ impl<B: Backend> Crf<B> {
     }
 
     /// Score of the given tag paths, `[B]`.
-    pub fn path_score(&self, emissions: Tensor<B, 3>, tags: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 1> {
+    pub fn path_score(
+        &self,
+        emissions: Tensor<B, 3>,
+        tags: Tensor<B, 2, Int>,
+        mask: Tensor<B, 2, Bool>,
+    ) -> Tensor<B, 1> {
         let [b, l, t] = emissions.dims();
         let (trans, start, end) = self.scores();
         let maskf = mask.clone().float(); // [B, L]
-        // Emission of each gold tag: [B, L].
+                                          // Emission of each gold tag: [B, L].
         let emit = emissions.gather(2, tags.clone().unsqueeze_dim(2)).squeeze_dim::<2>(2);
         let mut score = (emit * maskf.clone()).sum_dim(1).squeeze_dim::<1>(1); // [B]
-        // start[y0] + end[y_last].
+                                                                               // start[y0] + end[y_last].
         let first = tags.clone().slice([0..b, 0..1]).squeeze_dim::<1>(1); // [B]
         score = score + start.select(0, first);
         let lengths = mask.clone().int().sum_dim(1); // [B, 1]
@@ -209,7 +218,8 @@ impl<B: Backend> Crf<B> {
                 out.push(alpha.clone());
             }
             // [B, T, 1] + [1, T, T] → log-sum over `from` → [B, T(to)]
-            let next = log_sum_exp(alpha.clone().unsqueeze_dim::<3>(2) + trans.clone(), 1).squeeze_dim::<2>(1) + emit_at(i);
+            let next =
+                log_sum_exp(alpha.clone().unsqueeze_dim::<3>(2) + trans.clone(), 1).squeeze_dim::<2>(1) + emit_at(i);
             let c = next.clone().max_dim(1).detach(); // [B, 1]
             let real = mask_at(i);
             alpha = alpha.mask_where(real.clone().expand([b, t]), next - c.clone());
@@ -270,9 +280,9 @@ impl<B: Backend> Crf<B> {
         let (alphas, _) = self.forward_alphas(emissions.clone(), mask.clone(), true);
         let (trans, _, end) = self.scores();
         let end_b = end.unsqueeze_dim::<2>(0).expand([b, t]); // [B, T]
-        // Backward variables: beta_t[i] = log-sum of the scores of all
-        // suffixes after tag i at t (normalised); at a sentence's last token,
-        // the end score.
+                                                              // Backward variables: beta_t[i] = log-sum of the scores of all
+                                                              // suffixes after tag i at t (normalised); at a sentence's last token,
+                                                              // the end score.
         let trans = trans.unsqueeze_dim::<3>(0); // [1, T(from), T(to)]
         let mut betas = vec![end_b.clone(); l];
         for i in (0..l.saturating_sub(1)).rev() {
@@ -293,7 +303,7 @@ impl<B: Backend> Crf<B> {
             })
             .collect();
         let post = Tensor::stack::<3>(post, 1); // [B, L, T]
-        // At padded positions alpha was carried over; the mask zeroes them.
+                                                // At padded positions alpha was carried over; the mask zeroes them.
         post * mask.float().unsqueeze_dim::<3>(2)
     }
 }

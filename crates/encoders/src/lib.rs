@@ -1,1 +1,18 @@
+//! Encoders for sequence tagging, on any Burn backend.
+//!
+//! tokens → [`features`] (word, character-CNN and capitalisation features)
+//! → an encoder ([`bilstm`] or the self-attention [`transformer`], whose
+//! heads live in [`attention`], positions in [`positional`]) → emission
+//! scores → a decoder (the `crf` crate, or softmax), all joined in
+//! [`tagger`].
 
+pub mod attention;
+pub mod bilstm;
+pub mod features;
+pub mod input;
+pub mod positional;
+pub mod tagger;
+pub mod transformer;
+
+pub use input::TaggerInput;
+pub use tagger::{DecoderKind, EncoderConfig, EncoderKind, Tagger, TaggerConfig, TaggerShape};

@@ -16,6 +16,19 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Train a tagger from a TOML config; writes experiments/runs/<name>/.
+    Train(TrainArgs),
+    /// Evaluate a trained run on a split of its dataset (or another one).
+    Eval(EvalArgs),
+    /// Tag text or a CoNLL file with a trained run.
+    Predict(PredictArgs),
+    /// Compare runs: experiments/comparison.md, .csv and a dev-F1 plot.
+    Compare(CompareArgs),
+    /// Micro-benchmarks.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Score a file in conlleval format (…, gold tag, predicted tag per line).
     Score(ScoreArgs),
     /// Generate or describe datasets.
@@ -70,6 +83,143 @@ pub struct ToyArgs {
 pub struct StatsArgs {
     /// Dataset folder (dataset.toml or conventional file names).
     pub dir: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Compute device: `cpu` is burn-flex, `ndarray` burn-ndarray, `cuda` burn-cuda
+/// (built with `--features cuda`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    Cpu,
+    Ndarray,
+    Cuda,
+}
+
+impl DeviceArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceArg::Cpu => "cpu (burn-flex)",
+            DeviceArg::Ndarray => "ndarray (burn-ndarray)",
+            DeviceArg::Cuda => "cuda (burn-cuda)",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// Run configuration (TOML); without it, every default.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Dataset folder (overrides data.dir).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Run folder (default: experiments/runs/<name>-<dataset>-s<seed>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+    /// Seed (overrides `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Epochs (overrides train.epochs).
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Override any config key: `--set train.lr=0.01 --set model.encoder.kind=attention`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Rayon threads for the CPU backends (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar or per-epoch lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// A run folder written by `seqlab train`.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Dataset folder (default: the run's).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Split to evaluate.
+    #[arg(long, default_value = "test")]
+    pub split: corpus::SplitName,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `token [gold] predicted` per line, blank line between sentences.
+    Conll,
+    /// One JSON object per sentence: tokens, tags, spans, confidence.
+    Jsonl,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// CoNLL if every line has the same number of columns and the last is a tag, else text.
+    Auto,
+    /// One sentence per line, tokens separated by whitespace.
+    Text,
+    /// A column file (token first, tag last, as the run's data).
+    Conll,
+}
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Input file, or `-` for standard input.
+    #[arg(long, default_value = "-")]
+    pub input: PathBuf,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub input_format: InputFormat,
+    #[arg(long, value_enum, default_value = "conll")]
+    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Run folders (default: every run under experiments/runs).
+    pub runs: Vec<PathBuf>,
+    /// Where comparison.md, comparison.csv and dev-f1.svg go.
+    #[arg(long, default_value = "experiments")]
+    pub out: PathBuf,
+    /// Bootstrap samples for the paired significance test.
+    #[arg(long, default_value_t = 1000)]
+    pub samples: usize,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// CRF throughput: NLL forward+backward and Viterbi, sentences/s.
+    Crf(BenchCrfArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchCrfArgs {
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 50)]
+    pub len: usize,
+    /// Tags (17 = CoNLL-2003's 4 types in BIOES).
+    #[arg(long, default_value_t = 17)]
+    pub tags: usize,
+    /// Timed repetitions (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    pub iters: usize,
+    #[arg(long, value_enum, default_value = "ndarray")]
+    pub device: DeviceArg,
+    #[arg(long)]
+    pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,
 }

@@ -1,0 +1,51 @@
+//! A padded batch as tensors.
+
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use corpus::batch::PaddedBatch;
+
+/// Everything an encoder reads for one batch.
+#[derive(Clone, Debug)]
+pub struct TaggerInput<B: Backend> {
+    /// `[B, L]` word ids.
+    pub words: Tensor<B, 2, Int>,
+    /// `[B, L, W]` character ids.
+    pub chars: Tensor<B, 3, Int>,
+    /// `[B, L]` capitalisation classes.
+    pub caps: Tensor<B, 2, Int>,
+    /// `[B, L]`, true at real tokens.
+    pub mask: Tensor<B, 2, Bool>,
+}
+
+impl<B: Backend> TaggerInput<B> {
+    pub fn from_padded(p: &PaddedBatch, device: &B::Device) -> Self {
+        let (b, l, w) = (p.batch, p.len, p.word_len);
+        TaggerInput {
+            words: Tensor::from_data(TensorData::new(p.words.clone(), [b, l]), device),
+            chars: Tensor::from_data(TensorData::new(p.chars.clone(), [b, l, w]), device),
+            caps: Tensor::from_data(TensorData::new(p.caps.clone(), [b, l]), device),
+            mask: Tensor::from_data(TensorData::new(p.mask.clone(), [b, l]), device),
+        }
+    }
+
+    pub fn dims(&self) -> [usize; 2] {
+        self.words.dims()
+    }
+}
+
+/// Gold tags `[B, L]` of a padded batch (0 at padding), if every sentence has them.
+pub fn tags_tensor<B: Backend>(p: &PaddedBatch, device: &B::Device) -> Option<Tensor<B, 2, Int>> {
+    p.tags.as_ref().map(|t| Tensor::from_data(TensorData::new(t.clone(), [p.batch, p.len]), device))
+}
+
+/// Reverses each sentence within its own length: index `[B, L]` such that
+/// gathering with it maps position `t < len` to `len − 1 − t` and leaves
+/// padding in place. Applying it twice is the identity.
+pub fn reverse_index<B: Backend>(mask: &Tensor<B, 2, Bool>) -> Tensor<B, 2, Int> {
+    let [b, l] = mask.dims();
+    let device = mask.device();
+    let lengths = mask.clone().int().sum_dim(1); // [B, 1]
+    let pos = Tensor::<B, 1, Int>::arange(0..l as i64, &device).unsqueeze_dim::<2>(0).expand([b, l]); // [B, L]
+    let reversed = (lengths.expand([b, l]) - pos.clone()).sub_scalar(1); // len − 1 − t
+    pos.clone().mask_where(mask.clone(), reversed)
+}

@@ -1,0 +1,165 @@
+//! The self-attention encoder: the input projected to `d_model`, positions
+//! added (or given to the scores, for relative positions), then N pre-norm
+//! blocks of multi-head self-attention and a feed-forward layer, each with a
+//! residual connection, and a final LayerNorm.
+
+use crate::attention::{AttentionImpl, MultiHeadAttention, MultiHeadConfig};
+use crate::positional::{absolute_sinusoids, LearnedPositions, Position};
+use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::prelude::*;
+use burn::tensor::activation::relu;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AttentionConfig {
+    /// Model size; the input features are projected to it.
+    pub d_model: usize,
+    pub layers: usize,
+    pub heads: usize,
+    /// Size of each head; 0 means `d_model / heads`.
+    pub head_dim: usize,
+    /// Hidden size of the feed-forward layer.
+    pub ffn: usize,
+    /// Dropout on residual branches and the feed-forward hidden layer.
+    pub dropout: f64,
+    /// Dropout on the attention weights.
+    pub attention_dropout: f64,
+    pub position: Position,
+    /// Table size for learned positions.
+    pub max_len: usize,
+    /// Divide scores by √head_dim.
+    pub scaled: bool,
+    /// Attention implementation.
+    #[serde(rename = "impl")]
+    pub implementation: AttentionImpl,
+}
+
+impl Default for AttentionConfig {
+    fn default() -> Self {
+        AttentionConfig {
+            d_model: 256,
+            layers: 2,
+            heads: 4,
+            head_dim: 0,
+            ffn: 1024,
+            dropout: 0.1,
+            attention_dropout: 0.1,
+            position: Position::Sinusoidal,
+            max_len: 512,
+            scaled: true,
+            implementation: AttentionImpl::Dense,
+        }
+    }
+}
+
+impl AttentionConfig {
+    pub fn head_dim(&self) -> usize {
+        if self.head_dim > 0 {
+            self.head_dim
+        } else {
+            (self.d_model / self.heads.max(1)).max(1)
+        }
+    }
+
+    pub fn init<B: Backend>(&self, d_input: usize, device: &B::Device) -> AttentionEncoder<B> {
+        let mh = MultiHeadConfig {
+            d_query: self.d_model,
+            d_key: self.d_model,
+            heads: self.heads.max(1),
+            head_dim: self.head_dim(),
+            dropout: self.attention_dropout,
+            relative: self.position == Position::Relative,
+            scaled: self.scaled,
+        };
+        let blocks = (0..self.layers.max(1))
+            .map(|_| Block {
+                norm1: LayerNormConfig::new(self.d_model).init(device),
+                attention: mh.init(device),
+                norm2: LayerNormConfig::new(self.d_model).init(device),
+                ff1: LinearConfig::new(self.d_model, self.ffn).init(device),
+                ff2: LinearConfig::new(self.ffn, self.d_model).init(device),
+                dropout: DropoutConfig::new(self.dropout).init(),
+            })
+            .collect();
+        AttentionEncoder {
+            input: LinearConfig::new(d_input, self.d_model).init(device),
+            learned: (self.position == Position::Learned)
+                .then(|| LearnedPositions::new(self.max_len, self.d_model, device)),
+            blocks,
+            norm: LayerNormConfig::new(self.d_model).init(device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            sinusoidal: self.position == Position::Sinusoidal,
+            implementation: self.implementation,
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct Block<B: Backend> {
+    pub norm1: LayerNorm<B>,
+    pub attention: MultiHeadAttention<B>,
+    pub norm2: LayerNorm<B>,
+    pub ff1: Linear<B>,
+    pub ff2: Linear<B>,
+    pub dropout: Dropout,
+}
+
+impl<B: Backend> Block<B> {
+    /// One pre-norm block; returns the attention weights when asked.
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        imp: AttentionImpl,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>) {
+        let h = self.norm1.forward(x.clone()); // [B, L, D]
+        let att = self.attention.forward(h.clone(), h, mask, imp, want_weights);
+        let x = x + self.dropout.forward(att.context); // [B, L, D]
+        let h = self.norm2.forward(x.clone());
+        let h = self.ff2.forward(self.dropout.forward(relu(self.ff1.forward(h)))); // [B, L, D]
+        (x + self.dropout.forward(h), att.weights)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct AttentionEncoder<B: Backend> {
+    pub input: Linear<B>,
+    pub learned: Option<LearnedPositions<B>>,
+    pub blocks: Vec<Block<B>>,
+    pub norm: LayerNorm<B>,
+    pub dropout: Dropout,
+    sinusoidal: bool,
+    implementation: AttentionImpl,
+}
+
+impl<B: Backend> AttentionEncoder<B> {
+    /// `x [B, L, D_in]`, `mask [B, L]` → `[B, L, d_model]` (zero at padding)
+    /// and, when asked, each layer's attention weights `[B, H, L, L]`.
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+        let mut h = self.input.forward(x); // [B, L, D]
+        let [b, l, d] = h.dims();
+        let device = h.device();
+        if self.sinusoidal {
+            h = h + absolute_sinusoids::<B>(l, d, &device).unsqueeze_dim::<3>(0);
+        }
+        if let Some(p) = &self.learned {
+            h = h + p.forward(l, &device).unsqueeze_dim::<3>(0);
+        }
+        let mut h = self.dropout.forward(h);
+        let mut weights = Vec::new();
+        for block in &self.blocks {
+            let (next, w) = block.forward(h, mask.clone(), self.implementation, want_weights);
+            h = next;
+            weights.extend(w);
+        }
+        let keep = mask.float().unsqueeze_dim::<3>(2).expand([b, l, d]);
+        (self.norm.forward(h) * keep, weights)
+    }
+}

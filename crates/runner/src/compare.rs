@@ -1,0 +1,331 @@
+//! `seqlab compare`: a side-by-side table of runs, seeds grouped with
+//! mean ± std, a paired bootstrap test between the two best, and a plot of
+//! dev F1 per epoch.
+
+use crate::cli::CompareArgs;
+use crate::rundir::{self, read_metrics, read_summary, EpochRow, Summary};
+use anyhow::{bail, Context, Result};
+use corpus::io::write_atomic;
+use corpus::score::{conlleval, Counts, ScoreFile};
+use plotters::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+struct Run {
+    dir: PathBuf,
+    summary: Summary,
+    metrics: Vec<EpochRow>,
+}
+
+impl Run {
+    fn test_f1(&self) -> f64 {
+        self.summary.test.as_ref().map_or(f64::NAN, |m| m.overall.f1)
+    }
+    fn dev_f1(&self) -> f64 {
+        self.summary.dev.as_ref().map_or(f64::NAN, |m| m.overall.f1)
+    }
+    fn label(&self) -> String {
+        self.dir.file_name().map_or_else(|| self.summary.name.clone(), |n| n.to_string_lossy().to_string())
+    }
+}
+
+fn find_runs(args: &CompareArgs) -> Result<Vec<PathBuf>> {
+    if !args.runs.is_empty() {
+        return Ok(args.runs.clone());
+    }
+    let root = rundir::runs_root();
+    let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join(rundir::SUMMARY).is_file()).collect(),
+        Err(_) => Vec::new(),
+    };
+    dirs.sort();
+    if dirs.is_empty() {
+        bail!("no finished runs under {} (train one with `seqlab train`, or name run folders)", root.display());
+    }
+    Ok(dirs)
+}
+
+pub fn run(args: &CompareArgs) -> Result<()> {
+    let mut runs = Vec::new();
+    for dir in find_runs(args)? {
+        let summary = read_summary(&dir).with_context(|| format!("{} is not a finished run", dir.display()))?;
+        let metrics = read_metrics(&dir.join(rundir::METRICS)).unwrap_or_default();
+        runs.push(Run { dir, summary, metrics });
+    }
+    let types: BTreeSet<String> =
+        runs.iter().flat_map(|r| r.summary.test.iter().flat_map(|t| t.per_type.keys().cloned())).collect();
+    std::fs::create_dir_all(&args.out)?;
+    write_atomic(&args.out.join("comparison.csv"), csv_table(&runs, &types)?)?;
+    let bootstrap = best_pair_bootstrap(&runs, args.samples);
+    let plot = args.out.join("dev-f1.svg");
+    plot_dev_f1(&runs, &plot)?;
+    let md = markdown(&runs, &types, &bootstrap, &plot);
+    write_atomic(&args.out.join("comparison.md"), &md)?;
+    print!("{md}");
+    eprintln!(
+        "wrote {}, {} and {}",
+        args.out.join("comparison.md").display(),
+        args.out.join("comparison.csv").display(),
+        plot.display()
+    );
+    Ok(())
+}
+
+fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = [
+        "run",
+        "name",
+        "encoder",
+        "decoder",
+        "dataset",
+        "seed",
+        "params",
+        "dev_f1",
+        "test_precision",
+        "test_recall",
+        "test_f1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(types.iter().map(|t| format!("test_f1_{t}")));
+    header.extend(["best_epoch", "epochs", "train_seconds", "tokens_per_second"].iter().map(|s| s.to_string()));
+    w.write_record(&header)?;
+    for r in runs {
+        let s = &r.summary;
+        let t = s.test.as_ref();
+        let mut row = vec![
+            r.label(),
+            s.name.clone(),
+            s.encoder.clone(),
+            s.decoder.clone(),
+            s.dataset.clone(),
+            s.seed.to_string(),
+            s.params.to_string(),
+            fmt(r.dev_f1()),
+            fmt(t.map_or(f64::NAN, |m| m.overall.precision)),
+            fmt(t.map_or(f64::NAN, |m| m.overall.recall)),
+            fmt(r.test_f1()),
+        ];
+        row.extend(types.iter().map(|ty| fmt(t.and_then(|m| m.per_type.get(ty)).map_or(f64::NAN, |x| x.f1))));
+        row.extend([
+            s.best_epoch.to_string(),
+            s.epochs.to_string(),
+            format!("{:.1}", s.train_seconds),
+            format!("{:.0}", s.tokens_per_second),
+        ]);
+        w.write_record(&row)?;
+    }
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn fmt(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 { xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (m, var.sqrt())
+}
+
+/// Runs grouped by (config name, dataset): the seeds of one setting.
+fn groups(runs: &[Run]) -> BTreeMap<(String, String), Vec<&Run>> {
+    let mut g: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
+    for r in runs {
+        g.entry((r.summary.dataset.clone(), r.summary.name.clone())).or_default().push(r);
+    }
+    g
+}
+
+/// The result of the paired bootstrap test.
+struct Bootstrap {
+    a: String,
+    b: String,
+    delta: f64,
+    p: f64,
+    samples: usize,
+}
+
+/// Per-sentence conlleval counts of a run's test predictions.
+fn sentence_counts(dir: &Path) -> Result<Vec<Counts>> {
+    let f = ScoreFile::read(&dir.join("predictions.test.conll"), false)?;
+    Ok(f.sentences.iter().map(|(g, p)| conlleval([(g.as_slice(), p.as_slice())])).collect())
+}
+
+fn f1_of(c: &[&Counts]) -> f64 {
+    let (correct, gold, pred) =
+        c.iter().fold((0, 0, 0), |(a, b, d), x| (a + x.correct_chunks, b + x.gold_chunks, d + x.pred_chunks));
+    let p = if pred == 0 { 0.0 } else { correct as f64 / pred as f64 };
+    let r = if gold == 0 { 0.0 } else { correct as f64 / gold as f64 };
+    if p + r == 0.0 {
+        0.0
+    } else {
+        2.0 * p * r / (p + r)
+    }
+}
+
+/// Paired bootstrap over test sentences (Koehn 2004; Berg-Kirkpatrick et al.
+/// 2012) between the best run of the best setting and the best run of the
+/// runner-up setting on the same dataset. `p` is the share of resamples in
+/// which the better run is not better.
+fn best_pair_bootstrap(runs: &[Run], samples: usize) -> Result<Bootstrap, String> {
+    let g = groups(runs);
+    let mut best: Vec<(&(String, String), &Run, f64)> = g
+        .iter()
+        .filter_map(|(k, rs)| {
+            let b = rs.iter().filter(|r| !r.test_f1().is_nan()).max_by(|a, b| a.test_f1().total_cmp(&b.test_f1()))?;
+            let (m, _) = mean_std(&rs.iter().map(|r| r.test_f1()).filter(|x| !x.is_nan()).collect::<Vec<_>>());
+            Some((k, *b, m))
+        })
+        .collect();
+    best.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let Some(&(top_key, a, _)) = best.first() else { return Err("no run has test results".into()) };
+    let Some(&(_, b, _)) = best.iter().skip(1).find(|(k, _, _)| k.0 == top_key.0) else {
+        return Err(format!("only one setting on {}: nothing to test against", top_key.0));
+    };
+    let ca = sentence_counts(&a.dir).map_err(|e| e.to_string())?;
+    let cb = sentence_counts(&b.dir).map_err(|e| e.to_string())?;
+    if ca.len() != cb.len() || ca.iter().zip(&cb).any(|(x, y)| x.gold_chunks != y.gold_chunks || x.tokens != y.tokens) {
+        return Err(format!("{} and {} were not tested on the same sentences", a.label(), b.label()));
+    }
+    let all_a: Vec<&Counts> = ca.iter().collect();
+    let all_b: Vec<&Counts> = cb.iter().collect();
+    let delta = f1_of(&all_a) - f1_of(&all_b);
+    let mut rng = ChaCha8Rng::seed_from_u64(12345);
+    let n = ca.len();
+    let mut not_better = 0;
+    for _ in 0..samples.max(1) {
+        let idx: Vec<usize> = (0..n).map(|_| rng.random_range(0..n)).collect();
+        let sa: Vec<&Counts> = idx.iter().map(|&i| &ca[i]).collect();
+        let sb: Vec<&Counts> = idx.iter().map(|&i| &cb[i]).collect();
+        if f1_of(&sa) - f1_of(&sb) <= 0.0 {
+            not_better += 1;
+        }
+    }
+    Ok(Bootstrap {
+        a: a.label(),
+        b: b.label(),
+        delta,
+        p: not_better as f64 / samples.max(1) as f64,
+        samples: samples.max(1),
+    })
+}
+
+fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, String>, plot: &Path) -> String {
+    let mut s = String::from("# Comparison\n\nEntity-level F1 (conlleval rules); test figures use the epoch with the best dev F1.\n\n## Runs\n\n");
+    let mut head = "| run | encoder | decoder | dataset | params | dev F1 | test P | test R | test F1 |".to_string();
+    let mut sep = "|---|---|---|---|---:|---:|---:|---:|---:|".to_string();
+    for t in types {
+        head.push_str(&format!(" {t} F1 |"));
+        sep.push_str("---:|");
+    }
+    head.push_str(" best epoch | train s | tokens/s |");
+    sep.push_str("---:|---:|---:|");
+    let _ = writeln!(s, "{head}\n{sep}");
+    for r in runs {
+        let m = &r.summary;
+        let t = m.test.as_ref();
+        let mut row = format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.label(),
+            m.encoder,
+            m.decoder,
+            m.dataset,
+            m.params,
+            fmt(r.dev_f1()),
+            fmt(t.map_or(f64::NAN, |x| x.overall.precision)),
+            fmt(t.map_or(f64::NAN, |x| x.overall.recall)),
+            fmt(r.test_f1())
+        );
+        for ty in types {
+            row.push_str(&format!(" {} |", fmt(t.and_then(|x| x.per_type.get(ty)).map_or(f64::NAN, |x| x.f1))));
+        }
+        row.push_str(&format!(
+            " {} / {} | {:.0} | {:.0} |",
+            m.best_epoch, m.epochs, m.train_seconds, m.tokens_per_second
+        ));
+        let _ = writeln!(s, "{row}");
+    }
+    let _ = writeln!(s, "\n## Settings (seeds grouped: mean ± std)\n\n| dataset | setting | seeds | dev F1 | test F1 | best epoch | tokens/s |\n|---|---|---:|---:|---:|---:|---:|");
+    for ((ds, name), rs) in groups(runs) {
+        let ms = |f: &dyn Fn(&Run) -> f64| {
+            let v: Vec<f64> = rs.iter().map(|r| f(r)).filter(|x| !x.is_nan()).collect();
+            if v.is_empty() {
+                return "-".to_string();
+            }
+            let (m, sd) = mean_std(&v);
+            format!("{m:.4} ± {sd:.4}")
+        };
+        let _ = writeln!(
+            s,
+            "| {ds} | {name} | {} | {} | {} | {} | {} |",
+            rs.len(),
+            ms(&|r| r.dev_f1()),
+            ms(&|r| r.test_f1()),
+            ms(&|r| r.summary.best_epoch as f64).replace(".0000", ""),
+            ms(&|r| r.summary.tokens_per_second)
+        );
+    }
+    s.push_str("\n## Significance\n\n");
+    match boot {
+        Ok(b) => {
+            let _ = writeln!(
+                s,
+                "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
+                b.samples, b.a, b.b, b.delta, b.p, b.a
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(s, "No paired test: {why}.");
+        }
+    }
+    let _ = writeln!(s, "\n![dev F1 per epoch]({})", plot.file_name().unwrap().to_string_lossy());
+    s
+}
+
+fn plot_dev_f1(runs: &[Run], path: &Path) -> Result<()> {
+    let max_epoch = runs.iter().flat_map(|r| r.metrics.iter().map(|m| m.epoch)).max().unwrap_or(1).max(2);
+    let ys: Vec<f64> = runs.iter().flat_map(|r| r.metrics.iter().map(|m| m.dev_f1)).filter(|x| x.is_finite()).collect();
+    let lo = ys.iter().cloned().fold(1.0f64, f64::min).max(0.0);
+    let lo = (lo * 20.0).floor() / 20.0;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("dev F1 per epoch", ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(1usize..max_epoch, lo..1.0f64)?;
+        chart.configure_mesh().x_desc("epoch").y_desc("dev F1").draw()?;
+        for (i, r) in runs.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let pts: Vec<(usize, f64)> =
+                r.metrics.iter().filter(|m| m.dev_f1.is_finite()).map(|m| (m.epoch, m.dev_f1)).collect();
+            chart
+                .draw_series(LineSeries::new(pts, color.stroke_width(2)))?
+                .label(r.label())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()?;
+        root.present()?;
+    }
+    write_atomic(path, svg)?;
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! The run configuration: a TOML file, every field with a default, unknown
+//! keys rejected; overridden by `--set key.path=value` and a few flags.
+
+use anyhow::{bail, Context, Result};
+use corpus::dataset::toml_error;
+use corpus::Scheme;
+use encoders::TaggerConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Run name: the folder under `experiments/runs/` (default: the config
+    /// file's name, plus the dataset's).
+    pub name: String,
+    /// Seed for parameters, batching and dropout.
+    pub seed: u64,
+    pub data: DataConfig,
+    pub model: TaggerConfig,
+    pub train: TrainConfig,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            name: String::new(),
+            seed: 1,
+            data: DataConfig::default(),
+            model: TaggerConfig::default(),
+            train: TrainConfig::default(),
+        }
+    }
+}
+
+/// How the data is read and turned into ids.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    /// Dataset folder (`--data` overrides it).
+    pub dir: PathBuf,
+    /// The scheme the tagger is trained in: "bioes", "bio", "iob1", "bmes",
+    /// or "data" for the data's own. Predictions are written back in the
+    /// data's scheme and scored with conlleval's rules.
+    pub tag_scheme: String,
+    /// Lowercase words before the word-embedding lookup.
+    pub lowercase: bool,
+    /// Replace digits by 0 before the word-embedding lookup.
+    pub zero_digits: bool,
+    /// Words seen fewer times in training map to `<unk>`.
+    pub min_word_freq: usize,
+    /// Characters of a word that feed the character CNN (tokens are never cut).
+    pub max_word_chars: usize,
+    /// Pretrained word vectors (GloVe or word2vec text), or empty.
+    pub pretrained: PathBuf,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig {
+            dir: PathBuf::from("datasets/toy-en"),
+            tag_scheme: "bioes".into(),
+            lowercase: false,
+            zero_digits: true,
+            min_word_freq: 1,
+            max_word_chars: 30,
+            pretrained: PathBuf::new(),
+        }
+    }
+}
+
+impl DataConfig {
+    /// The tagger's scheme for data in `data_scheme`.
+    pub fn tagger_scheme(&self, data_scheme: Scheme) -> Result<Scheme> {
+        if self.tag_scheme == "data" {
+            return Ok(data_scheme);
+        }
+        self.tag_scheme.parse::<Scheme>().map_err(|e| anyhow::anyhow!("data.tag_scheme: {e} (or \"data\")"))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    Adam,
+    Adamw,
+    Sgd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// `lr` throughout.
+    Constant,
+    /// `lr / (1 + lr_decay · epoch)` (NCRF++'s schedule).
+    InverseDecay,
+    /// Linear warm-up over `warmup_steps`, then linear decay to 0 at the last step.
+    WarmupLinear,
+    /// Linear warm-up, then cosine decay to 0.
+    WarmupCosine,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Maximum epochs.
+    pub epochs: usize,
+    /// Sentences per batch (ignored when `batch_tokens` > 0).
+    pub batch_size: usize,
+    /// Padded tokens per batch; 0 batches by sentences.
+    pub batch_tokens: usize,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub schedule: Schedule,
+    /// For `inverse_decay`.
+    pub lr_decay: f64,
+    /// Warm-up steps for the warm-up schedules.
+    pub warmup_steps: usize,
+    /// L2 (adam, sgd) or decoupled (adamw) weight decay.
+    pub weight_decay: f64,
+    /// SGD momentum.
+    pub momentum: f64,
+    /// Clip the gradient norm to this; 0 turns clipping off.
+    pub grad_clip: f64,
+    /// Stop after this many epochs without a better dev F1; 0 never stops early.
+    pub patience: usize,
+    /// Replace training words by `<unk>` with this probability (teaches the
+    /// `<unk>` embedding, which test words unseen in training use).
+    pub word_dropout: f64,
+    /// Evaluate on dev every this many epochs.
+    pub eval_every: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            epochs: 30,
+            batch_size: 32,
+            batch_tokens: 0,
+            optimizer: OptimizerKind::Adam,
+            lr: 1e-3,
+            schedule: Schedule::Constant,
+            lr_decay: 0.0,
+            warmup_steps: 0,
+            weight_decay: 0.0,
+            momentum: 0.9,
+            grad_clip: 5.0,
+            patience: 5,
+            word_dropout: 0.0,
+            eval_every: 1,
+        }
+    }
+}
+
+impl TrainConfig {
+    pub fn batch(&self) -> corpus::batch::BatchSize {
+        if self.batch_tokens > 0 {
+            corpus::batch::BatchSize::Tokens(self.batch_tokens)
+        } else {
+            corpus::batch::BatchSize::Sentences(self.batch_size.max(1))
+        }
+    }
+
+    /// Learning rate at `step` (0-based) of `total` steps, in `epoch`.
+    pub fn lr_at(&self, step: usize, total: usize, epoch: usize) -> f64 {
+        let warm = |s: usize| {
+            if self.warmup_steps > 0 && s < self.warmup_steps {
+                (s + 1) as f64 / self.warmup_steps as f64
+            } else {
+                1.0
+            }
+        };
+        let progress = |s: usize| {
+            let rest = total.saturating_sub(self.warmup_steps).max(1);
+            (s.saturating_sub(self.warmup_steps) as f64 / rest as f64).min(1.0)
+        };
+        match self.schedule {
+            Schedule::Constant => self.lr,
+            Schedule::InverseDecay => self.lr / (1.0 + self.lr_decay * epoch as f64),
+            Schedule::WarmupLinear => {
+                if step < self.warmup_steps {
+                    self.lr * warm(step)
+                } else {
+                    self.lr * (1.0 - progress(step)).max(0.0)
+                }
+            }
+            Schedule::WarmupCosine => {
+                if step < self.warmup_steps {
+                    self.lr * warm(step)
+                } else {
+                    self.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress(step)).cos())
+                }
+            }
+        }
+    }
+}
+
+/// Reads a config file and applies `key.path=value` overrides. The value is
+/// read as TOML (`3`, `0.5`, `true`, `"x"`), else as a plain string.
+pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<RunConfig> {
+    let (mut value, text, name) = match path {
+        Some(p) => {
+            let text = corpus::io::read_text(p)?;
+            let v: toml::Value = toml::from_str(&text).map_err(|e| toml_error(p, &text, &e))?;
+            (v, Some(text), p.file_stem().map(|s| s.to_string_lossy().to_string()))
+        }
+        None => (toml::Value::Table(Default::default()), None, None),
+    };
+    for o in overrides {
+        let (key, raw) = o.split_once('=').with_context(|| format!("--set {o}: expected key.path=value"))?;
+        set_path(&mut value, key.trim(), parse_value(raw.trim()))?;
+    }
+    let mut cfg: RunConfig = match (path, &text) {
+        // Re-serialise so that errors point at the file's own lines when no override moved them.
+        (Some(p), Some(t)) if overrides.is_empty() => toml::from_str(t).map_err(|e| toml_error(p, t, &e))?,
+        _ => value.try_into().map_err(|e: toml::de::Error| {
+            anyhow::anyhow!("{}{}", path.map(|p| format!("{}: ", p.display())).unwrap_or_default(), e.message())
+        })?,
+    };
+    if cfg.name.is_empty() {
+        cfg.name = name.unwrap_or_else(|| "run".into());
+    }
+    validate(&cfg)?;
+    Ok(cfg)
+}
+
+fn parse_value(raw: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+fn set_path(root: &mut toml::Value, key: &str, value: toml::Value) -> Result<()> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut cur = root;
+    for (i, part) in parts.iter().enumerate() {
+        let table =
+            cur.as_table_mut().with_context(|| format!("--set {key}: `{}` is not a table", parts[..i].join(".")))?;
+        if i + 1 == parts.len() {
+            table.insert(part.to_string(), value);
+            return Ok(());
+        }
+        cur = table.entry(part.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+    }
+    bail!("--set: empty key")
+}
+
+fn validate(cfg: &RunConfig) -> Result<()> {
+    let a = &cfg.model.encoder.attention;
+    if a.heads == 0 || (a.head_dim == 0 && a.d_model % a.heads != 0) {
+        bail!(
+            "model.encoder.attention: d_model ({}) must be a multiple of heads ({}), or set head_dim",
+            a.d_model,
+            a.heads
+        );
+    }
+    if cfg.train.lr <= 0.0 || !cfg.train.lr.is_finite() {
+        bail!("train.lr must be a positive number, found {}", cfg.train.lr);
+    }
+    if !(0.0..1.0).contains(&cfg.train.word_dropout) {
+        bail!("train.word_dropout must be in [0, 1), found {}", cfg.train.word_dropout);
+    }
+    if cfg.train.epochs == 0 {
+        bail!("train.epochs must be at least 1");
+    }
+    Ok(())
+}
+
+/// The resolved configuration as TOML, with a header.
+pub fn to_toml(cfg: &RunConfig) -> String {
+    format!(
+        "# Fully resolved configuration of this run (every default written out).\n{}",
+        toml::to_string_pretty(cfg).expect("config serialises")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_overrides_and_unknown_keys() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("c.toml");
+        std::fs::write(&p, "[train]\nepochs = 3\n[model.encoder]\nkind = \"attention\"\n").unwrap();
+        let c = load(Some(&p), &["train.lr=0.01".into(), "model.decoder=softmax".into()]).unwrap();
+        assert_eq!(c.train.epochs, 3);
+        assert_eq!(c.train.lr, 0.01);
+        assert_eq!(c.model.decoder, encoders::DecoderKind::Softmax);
+        assert_eq!(c.name, "c");
+        std::fs::write(&p, "[train]\nepochs = 3\nepochz = 4\n").unwrap();
+        let e = load(Some(&p), &[]).unwrap_err().to_string();
+        assert!(e.contains("c.toml:3:"), "{e}");
+        assert!(e.contains("unknown field `epochz`, expected one of"), "{e}");
+        assert!(e.contains("`batch_size`"), "{e}");
+        let e = load(None, &["train.bogus=1".into()]).unwrap_err().to_string();
+        assert!(e.contains("unknown field `bogus`"), "{e}");
+    }
+
+    #[test]
+    fn resolved_config_round_trips() {
+        let c = RunConfig::default();
+        let back: RunConfig = toml::from_str(&to_toml(&c)).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn schedules() {
+        let t = TrainConfig { schedule: Schedule::WarmupLinear, warmup_steps: 10, lr: 1.0, ..Default::default() };
+        assert!((t.lr_at(0, 110, 0) - 0.1).abs() < 1e-12);
+        assert!((t.lr_at(9, 110, 0) - 1.0).abs() < 1e-12);
+        assert!((t.lr_at(60, 110, 0) - 0.5).abs() < 1e-12);
+        let t = TrainConfig { schedule: Schedule::InverseDecay, lr_decay: 0.05, lr: 0.015, ..Default::default() };
+        assert!((t.lr_at(0, 1, 10) - 0.01).abs() < 1e-12);
+    }
+}

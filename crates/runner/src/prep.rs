@@ -1,0 +1,165 @@
+//! From a dataset folder to ids: vocabularies, tags in the tagger's scheme,
+//! optional pretrained vectors.
+
+use crate::config::RunConfig;
+use anyhow::{Context, Result};
+use corpus::batch::Encoded;
+use corpus::vectors::read_vectors;
+use corpus::{Dataset, Sentence, SplitName, Tag, Vocabs};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashSet;
+
+/// A held-out split: the sentences as read (gold tags in the data's scheme)
+/// and their ids.
+pub struct EvalSplit {
+    pub name: SplitName,
+    pub sentences: Vec<Sentence>,
+    pub encoded: Vec<Encoded>,
+}
+
+/// Everything training needs from the data.
+pub struct Prepared {
+    pub dataset: String,
+    pub vocabs: Vocabs,
+    /// The tagger's tag set (in `vocabs.scheme`).
+    pub tags: Vec<Tag>,
+    pub train: Vec<Encoded>,
+    pub train_tokens: usize,
+    pub eval: Vec<EvalSplit>,
+    /// `[words, dim]` pretrained matrix, when configured.
+    pub pretrained: Option<Vec<f32>>,
+    /// Things worth telling the user (coverage, unseen labels).
+    pub notes: Vec<String>,
+}
+
+impl Prepared {
+    pub fn split(&self, name: SplitName) -> Option<&EvalSplit> {
+        self.eval.iter().find(|s| s.name == name)
+    }
+}
+
+/// Builds vocabularies from the training split and encodes every split.
+pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
+    let train = ds.split(SplitName::Train).with_context(|| format!("{}: no training split", ds.dir.display()))?;
+    let tagger_scheme = cfg.data.tagger_scheme(ds.scheme)?;
+    let labels: Vec<String> = ds.labels(SplitName::Train).into_iter().collect();
+    let normalize = corpus::Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
+    let mut vocabs = Vocabs::build(
+        train.sentences.iter().map(|s| s.tokens.as_slice()),
+        &labels,
+        normalize,
+        cfg.data.min_word_freq,
+        tagger_scheme,
+        ds.scheme,
+    );
+    let mut notes = Vec::new();
+    for (split, label) in ds.unseen_labels() {
+        notes.push(format!(
+            "entity type {label} occurs in {} but not in train: the tagger cannot predict it (it still counts in scoring)",
+            split.as_str()
+        ));
+    }
+    let pretrained = if cfg.data.pretrained.as_os_str().is_empty() {
+        None
+    } else {
+        Some(load_pretrained(cfg, ds, &mut vocabs, &mut notes)?)
+    };
+    let tags = vocabs.parsed_tags();
+    let max_chars = cfg.data.max_word_chars;
+    let train_enc = train
+        .sentences
+        .iter()
+        .map(|s| {
+            // Through spans: ill-formed input is repaired, so the tagger only sees legal paths.
+            let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
+            vocabs.encode(&s.tokens, Some(&t), max_chars)
+        })
+        .collect();
+    let eval = ds
+        .splits
+        .iter()
+        .filter(|s| s.name != SplitName::Train)
+        .map(|s| EvalSplit {
+            name: s.name,
+            sentences: s.sentences.clone(),
+            encoded: encode_untagged(&vocabs, &s.sentences, max_chars),
+        })
+        .collect();
+    Ok(Prepared {
+        dataset: ds.name.clone(),
+        vocabs,
+        tags,
+        train: train_enc,
+        train_tokens: train.tokens(),
+        eval,
+        pretrained,
+        notes,
+    })
+}
+
+pub fn encode_untagged(vocabs: &Vocabs, sentences: &[Sentence], max_chars: usize) -> Vec<Encoded> {
+    sentences.iter().map(|s| vocabs.encode(&s.tokens, None, max_chars)).collect()
+}
+
+/// Reads the vectors of the training words and of dev/test words, adds the
+/// dev/test words that have a vector to the vocabulary (as Lample et al.
+/// do), and builds the embedding matrix; words without a vector get
+/// uniform(±√(3/d)) values. Sets `model.features.word_dim` to the vectors' size.
+fn load_pretrained(
+    cfg: &mut RunConfig,
+    ds: &Dataset,
+    vocabs: &mut Vocabs,
+    notes: &mut Vec<String>,
+) -> Result<Vec<f32>> {
+    let norm = vocabs.normalize;
+    let mut wanted: HashSet<String> = HashSet::new();
+    for split in &ds.splits {
+        for s in &split.sentences {
+            for w in &s.tokens {
+                let n = norm.apply(w);
+                wanted.insert(n.to_lowercase());
+                wanted.insert(n);
+            }
+        }
+    }
+    let vectors = read_vectors(&cfg.data.pretrained, Some(&wanted))?;
+    let lookup = |w: &str| vectors.vectors.get(w).or_else(|| vectors.vectors.get(&w.to_lowercase()));
+    for split in ds.splits.iter().filter(|s| s.name != SplitName::Train) {
+        for s in &split.sentences {
+            for w in &s.tokens {
+                let n = norm.apply(w);
+                if vocabs.words.get(&n).is_none() && lookup(&n).is_some() {
+                    vocabs.words.insert(&n);
+                }
+            }
+        }
+    }
+    let d = vectors.dim;
+    if cfg.model.features.word_dim != d {
+        notes.push(format!("model.features.word_dim set to {d}, the size of the pretrained vectors"));
+        cfg.model.features.word_dim = d;
+    }
+    let scale = (3.0 / d as f64).sqrt() as f32;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed);
+    let mut found = 0;
+    let mut matrix = Vec::with_capacity(vocabs.words.len() * d);
+    for (i, w) in vocabs.words.items().iter().enumerate() {
+        match lookup(w) {
+            Some(v) if i >= 2 => {
+                found += 1;
+                matrix.extend_from_slice(v);
+            }
+            _ if i == 0 => matrix.extend(std::iter::repeat_n(0.0, d)),
+            _ => matrix.extend((0..d).map(|_| rng.random_range(-scale..scale))),
+        }
+    }
+    notes.push(format!(
+        "pretrained vectors {}: {found} of {} vocabulary words covered ({:.1}%), {} vectors in the file",
+        cfg.data.pretrained.display(),
+        vocabs.words.len() - 2,
+        100.0 * found as f64 / (vocabs.words.len() - 2).max(1) as f64,
+        vectors.total
+    ));
+    Ok(matrix)
+}

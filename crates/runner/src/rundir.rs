@@ -1,0 +1,197 @@
+//! A run's folder, `experiments/runs/<name>/`, and everything in it:
+//!
+//! | file | what |
+//! |---|---|
+//! | `config.toml` | the fully resolved configuration |
+//! | `vocab.json` | word, character and tag vocabularies |
+//! | `model.ckpt` | the best model (by dev F1) |
+//! | `metrics.csv` | one row per epoch |
+//! | `summary.json` | the final figures |
+//! | `predictions.test.conll` | `token gold predicted` per line |
+//!
+//! Every file is written to a temporary name and renamed into place, so a
+//! reader never sees half a file.
+
+use anyhow::{bail, Context, Result};
+use burn::module::Module;
+use burn::prelude::Backend;
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
+use corpus::io::write_atomic;
+use corpus::score::{Overall, Report, TypeScore};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const CONFIG: &str = "config.toml";
+pub const VOCAB: &str = "vocab.json";
+pub const MODEL: &str = "model.ckpt";
+pub const METRICS: &str = "metrics.csv";
+pub const SUMMARY: &str = "summary.json";
+
+/// Where runs live by default.
+pub fn runs_root() -> PathBuf {
+    PathBuf::from("experiments/runs")
+}
+
+/// P/R/F1 and counts of one split, in `seqlab score --json`'s terms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplitMetrics {
+    #[serde(flatten)]
+    pub overall: Overall,
+    pub per_type: BTreeMap<String, TypeScore>,
+}
+
+impl From<Report> for SplitMetrics {
+    fn from(r: Report) -> Self {
+        SplitMetrics { overall: r.overall, per_type: r.per_type }
+    }
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub name: String,
+    pub encoder: String,
+    pub decoder: String,
+    pub dataset: String,
+    pub seed: u64,
+    pub device: String,
+    pub params: usize,
+    /// Epochs run.
+    pub epochs: usize,
+    pub best_epoch: usize,
+    pub train_seconds: f64,
+    /// Training tokens per second (forward, backward and update).
+    pub tokens_per_second: f64,
+    pub dev: Option<SplitMetrics>,
+    pub test: Option<SplitMetrics>,
+}
+
+/// One row of `metrics.csv`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochRow {
+    pub epoch: usize,
+    pub train_loss: f64,
+    pub dev_precision: f64,
+    pub dev_recall: f64,
+    pub dev_f1: f64,
+    pub seconds: f64,
+    pub tokens_per_second: f64,
+    pub lr: f64,
+}
+
+pub fn write_metrics(path: &Path, rows: &[EpochRow]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r)?;
+    }
+    let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    write_atomic(path, bytes)?;
+    Ok(())
+}
+
+pub fn read_metrics(path: &Path) -> Result<Vec<EpochRow>> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("{}", path.display()))?;
+    r.deserialize()
+        .enumerate()
+        .map(|(i, row)| row.with_context(|| format!("{}:{}: expected a metrics row", path.display(), i + 2)))
+        .collect()
+}
+
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_atomic(path, serde_json::to_string_pretty(value)? + "\n")?;
+    Ok(())
+}
+
+pub fn read_summary(dir: &Path) -> Result<Summary> {
+    let path = dir.join(SUMMARY);
+    let text = corpus::io::read_text(&path)?;
+    serde_json::from_str(&text).map_err(|e| corpus::vocab::json_error(&path, &e).into())
+}
+
+const MAGIC: &[u8; 8] = b"SEQLABv1";
+
+/// FNV-1a, 64 bit: enough to tell a complete checkpoint from a damaged one.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+/// Saves a module as `MAGIC | length | checksum | MessagePack record`.
+pub fn save_module<B: Backend, M: Module<B>>(module: &M, path: &Path) -> Result<()> {
+    let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::default();
+    let payload: Vec<u8> = Recorder::<B>::record(&recorder, module.clone().into_record(), ())
+        .map_err(|e| anyhow::anyhow!("{}: cannot serialise the model: {e}", path.display()))?;
+    let mut bytes = Vec::with_capacity(payload.len() + 24);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&fnv1a(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    write_atomic(path, bytes)?;
+    Ok(())
+}
+
+/// Loads a module saved by [`save_module`] into `module` (built with the
+/// same configuration); a truncated or damaged file is an error, not a panic.
+pub fn load_module<B: Backend, M: Module<B>>(module: M, path: &Path, device: &B::Device) -> Result<M> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+    let payload = check_checkpoint(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::default();
+    let record = Recorder::<B>::load(&recorder, payload.to_vec(), device)
+        .map_err(|e| anyhow::anyhow!("{}: not a checkpoint of this model: {e}", path.display()))?;
+    Ok(module.load_record(record))
+}
+
+/// The payload of a checkpoint, if it is complete and intact.
+pub fn check_checkpoint(bytes: &[u8]) -> Result<&[u8]> {
+    if bytes.len() < 24 || &bytes[..8] != MAGIC {
+        bail!("not a seqlab checkpoint (or truncated before its header)");
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+    let sum = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    let payload = &bytes[24..];
+    if payload.len() != len {
+        bail!("truncated checkpoint: {} of {len} bytes", payload.len());
+    }
+    if fnv1a(payload) != sum {
+        bail!("damaged checkpoint: checksum mismatch");
+    }
+    Ok(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damaged_checkpoints_are_detected() {
+        let payload = b"hello model";
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&fnv1a(payload).to_le_bytes());
+        bytes.extend_from_slice(payload);
+        assert_eq!(check_checkpoint(&bytes).unwrap(), payload);
+        assert!(check_checkpoint(&bytes[..bytes.len() - 1]).unwrap_err().to_string().contains("truncated"));
+        let mut bad = bytes.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert!(check_checkpoint(&bad).unwrap_err().to_string().contains("checksum"));
+        assert!(check_checkpoint(b"junk").is_err());
+    }
+
+    #[test]
+    fn metrics_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(METRICS);
+        let rows = vec![EpochRow {
+            epoch: 1,
+            train_loss: 2.5,
+            dev_precision: 0.5,
+            dev_recall: 0.25,
+            dev_f1: 1.0 / 3.0,
+            seconds: 1.5,
+            tokens_per_second: 1000.0,
+            lr: 0.001,
+        }];
+        write_metrics(&p, &rows).unwrap();
+        assert_eq!(read_metrics(&p).unwrap(), rows);
+    }
+}

@@ -1,0 +1,279 @@
+//! The training loop, generic over the autodiff backend: batches → loss →
+//! backward → optimizer step; dev F1 after each epoch, the best model kept,
+//! early stopping; then the test split with the best model.
+
+use crate::config::{OptimizerKind, RunConfig};
+use crate::evaluate::{predictions_file, score_predictions, tag_all};
+use crate::prep::Prepared;
+use crate::rundir::{self, EpochRow, SplitMetrics, Summary};
+use anyhow::{bail, Result};
+use burn::module::AutodiffModule;
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{Adam, AdamConfig, AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use corpus::batch::{pad, plan_batches};
+use corpus::vocab::UNK_ID;
+use corpus::{SplitName, Vocabs};
+use encoders::input::tags_tensor;
+use encoders::{Tagger, TaggerInput, TaggerShape};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::Path;
+use std::time::Instant;
+
+/// The optimizers a config can name.
+enum Opt<B: AutodiffBackend> {
+    Adam(OptimizerAdaptor<Adam, Tagger<B>, B>),
+    AdamW(OptimizerAdaptor<AdamW, Tagger<B>, B>),
+    Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, Tagger<B>, B>),
+}
+
+impl<B: AutodiffBackend> Opt<B> {
+    fn new(cfg: &RunConfig) -> Self {
+        let t = &cfg.train;
+        let clip = (t.grad_clip > 0.0).then(|| GradientClippingConfig::Norm(t.grad_clip as f32));
+        let decay = (t.weight_decay > 0.0).then(|| WeightDecayConfig::new(t.weight_decay as f32));
+        match t.optimizer {
+            OptimizerKind::Adam => {
+                Opt::Adam(AdamConfig::new().with_weight_decay(decay).with_grad_clipping(clip).init())
+            }
+            OptimizerKind::Adamw => {
+                Opt::AdamW(AdamWConfig::new().with_weight_decay(t.weight_decay as f32).with_grad_clipping(clip).init())
+            }
+            OptimizerKind::Sgd => Opt::Sgd(
+                SgdConfig::new()
+                    .with_weight_decay(decay)
+                    .with_momentum((t.momentum > 0.0).then(|| MomentumConfig::new().with_momentum(t.momentum)))
+                    .with_gradient_clipping(clip)
+                    .init(),
+            ),
+        }
+    }
+
+    fn step(&mut self, lr: f64, model: Tagger<B>, grads: GradientsParams) -> Tagger<B> {
+        match self {
+            Opt::Adam(o) => o.step(lr, model, grads),
+            Opt::AdamW(o) => o.step(lr, model, grads),
+            Opt::Sgd(o) => o.step(lr, model, grads),
+        }
+    }
+}
+
+/// Builds a fresh tagger for these vocabularies (and pretrained vectors).
+pub fn build_model<B: Backend>(
+    cfg: &RunConfig,
+    vocabs: &Vocabs,
+    pretrained: Option<Vec<f32>>,
+    device: &B::Device,
+) -> Tagger<B> {
+    cfg.model.init(
+        TaggerShape {
+            words: vocabs.words.len(),
+            chars: vocabs.chars.len(),
+            tags: &vocabs.parsed_tags(),
+            scheme: vocabs.scheme,
+            pretrained,
+        },
+        device,
+    )
+}
+
+pub struct TrainOptions<'a> {
+    pub out: &'a Path,
+    pub device_name: &'a str,
+    /// No progress bar (tests, logs).
+    pub quiet: bool,
+}
+
+/// Trains, writes the run folder, returns the summary.
+pub fn train<B: AutodiffBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    opts: &TrainOptions,
+    device: &B::Device,
+) -> Result<Summary> {
+    B::seed(device, cfg.seed);
+    let out = opts.out;
+    std::fs::create_dir_all(out)?;
+    corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
+    prep.vocabs.save(&out.join(rundir::VOCAB))?;
+    if prep.train.iter().any(|e| e.tags.is_none()) {
+        bail!("a training sentence has a tag outside the tag vocabulary");
+    }
+    let mut model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
+    let params = model.num_params();
+    let mut opt = Opt::<B>::new(cfg);
+    let t = &cfg.train;
+    let lengths: Vec<usize> = prep.train.iter().map(|e| e.len()).collect();
+    let steps_per_epoch = plan_batches(&lengths, t.batch(), Some(0)).len();
+    let total_steps = steps_per_epoch * t.epochs;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let dev = prep.split(SplitName::Dev);
+    let mut rows: Vec<EpochRow> = Vec::new();
+    let (mut best_f1, mut best_epoch, mut since_best) = (f64::NEG_INFINITY, 0usize, 0usize);
+    let (mut train_seconds, mut train_tokens) = (0.0f64, 0usize);
+    let mut step = 0usize;
+    for epoch in 1..=t.epochs {
+        let batches =
+            plan_batches(&lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
+        let bar = progress(opts.quiet, batches.len(), epoch, t.epochs);
+        let started = Instant::now();
+        let (mut loss_sum, mut tokens, mut sentences, mut lr) = (0.0f64, 0usize, 0usize, t.lr);
+        for ids in &batches {
+            let mut batch = pad(&prep.train, ids);
+            if t.word_dropout > 0.0 {
+                for (w, &real) in batch.words.iter_mut().zip(&batch.mask) {
+                    if real && rng.random_bool(t.word_dropout) {
+                        *w = UNK_ID as i64;
+                    }
+                }
+            }
+            let input = TaggerInput::<B>::from_padded(&batch, device);
+            let gold = tags_tensor::<B>(&batch, device).expect("training batches carry tags");
+            let loss = model.loss(&input, gold);
+            let value: f64 = loss.clone().into_scalar().elem();
+            if !value.is_finite() {
+                bail!(
+                    "epoch {epoch}, batch {}: the loss is {value}; likely causes: a learning rate too high ({lr}), or exploding gradients (lower train.lr or set train.grad_clip)",
+                    bar.position() + 1
+                );
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            lr = t.lr_at(step, total_steps, epoch - 1);
+            model = opt.step(lr, model, grads);
+            step += 1;
+            let n: usize = batch.lengths.iter().sum();
+            loss_sum += value * ids.len() as f64;
+            tokens += n;
+            sentences += ids.len();
+            bar.inc(1);
+            let secs = started.elapsed().as_secs_f64();
+            bar.set_message(format!(
+                "loss {:.3}  {:.0} tok/s",
+                loss_sum / sentences as f64,
+                tokens as f64 / secs.max(1e-9)
+            ));
+        }
+        bar.finish_and_clear();
+        let seconds = started.elapsed().as_secs_f64();
+        train_seconds += seconds;
+        train_tokens += tokens;
+        let train_loss = loss_sum / prep.train.len().max(1) as f64;
+        let evaluate_now = epoch % t.eval_every.max(1) == 0 || epoch == t.epochs;
+        let mut row = EpochRow {
+            epoch,
+            train_loss,
+            dev_precision: f64::NAN,
+            dev_recall: f64::NAN,
+            dev_f1: f64::NAN,
+            seconds,
+            tokens_per_second: tokens as f64 / seconds.max(1e-9),
+            lr,
+        };
+        let inner = model.valid();
+        let improved = match (dev, evaluate_now) {
+            (Some(dev), true) => {
+                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, false, device);
+                let r = score_predictions(&dev.sentences, &tagged).report();
+                row.dev_precision = r.overall.precision;
+                row.dev_recall = r.overall.recall;
+                row.dev_f1 = r.overall.f1;
+                r.overall.f1 > best_f1
+            }
+            // Without a dev split the last epoch is the best one.
+            (None, _) => true,
+            (Some(_), false) => false,
+        };
+        if improved {
+            best_f1 = row.dev_f1;
+            best_epoch = epoch;
+            since_best = 0;
+            rundir::save_module::<B::InnerBackend, _>(&inner, &out.join(rundir::MODEL))?;
+        } else if evaluate_now {
+            since_best += 1;
+        }
+        if !opts.quiet {
+            eprintln!(
+                "epoch {epoch:>3}  loss {train_loss:>9.4}  dev P {:.4} R {:.4} F1 {:.4}{}  {:.1}s  {:.0} tok/s",
+                row.dev_precision,
+                row.dev_recall,
+                row.dev_f1,
+                if improved { " *" } else { "  " },
+                seconds,
+                row.tokens_per_second
+            );
+        }
+        rows.push(row);
+        rundir::write_metrics(&out.join(rundir::METRICS), &rows)?;
+        if t.patience > 0 && since_best >= t.patience {
+            if !opts.quiet {
+                eprintln!("early stop: no better dev F1 for {} epochs", t.patience);
+            }
+            break;
+        }
+    }
+    // The best model on dev and test.
+    let best = rundir::load_module::<B::InnerBackend, _>(
+        build_model::<B::InnerBackend>(cfg, &prep.vocabs, None, device),
+        &out.join(rundir::MODEL),
+        device,
+    )?;
+    let mut metrics = [None, None];
+    for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
+        if let Some(split) = prep.split(name) {
+            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, false, device);
+            metrics[k] = Some(SplitMetrics::from(score_predictions(&split.sentences, &tagged).report()));
+            corpus::io::write_atomic(
+                &out.join(format!("predictions.{}.conll", name.as_str())),
+                predictions_file(&split.sentences, &tagged),
+            )?;
+        }
+    }
+    let [dev_m, test_m] = metrics;
+    let summary = Summary {
+        name: cfg.name.clone(),
+        encoder: encoder_name(cfg),
+        decoder: format!("{:?}", cfg.model.decoder).to_lowercase(),
+        dataset: prep.dataset.clone(),
+        seed: cfg.seed,
+        device: opts.device_name.to_string(),
+        params,
+        epochs: rows.len(),
+        best_epoch,
+        train_seconds,
+        tokens_per_second: train_tokens as f64 / train_seconds.max(1e-9),
+        dev: dev_m,
+        test: test_m,
+    };
+    rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
+    Ok(summary)
+}
+
+/// A short description of the encoder, e.g. `bilstm` or `attention-relative`.
+pub fn encoder_name(cfg: &RunConfig) -> String {
+    match cfg.model.encoder.kind {
+        encoders::EncoderKind::Bilstm => "bilstm".into(),
+        encoders::EncoderKind::Attention => {
+            format!("attention-{:?}", cfg.model.encoder.attention.position).to_lowercase()
+        }
+    }
+}
+
+fn progress(quiet: bool, len: usize, epoch: usize, epochs: usize) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg} ({eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(format!("{epoch}/{epochs}"));
+    bar
+}
