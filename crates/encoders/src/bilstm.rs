@@ -1,16 +1,18 @@
 //! A bidirectional LSTM that respects sentence lengths.
 //!
 //! burn-nn's `BiLstm` takes no lengths, so in a padded batch its backward
-//! direction would start on padding. Here each sentence is reversed within
-//! its own length before the backward pass (and its output reversed back),
-//! so both directions read real tokens first and padding last: a sentence's
-//! output is the same alone and inside a padded batch.
+//! direction would start on padding. Here the backward direction runs from
+//! the last position to the first and its state is reset to zero at every
+//! padded position, so for each sentence it effectively starts at its own
+//! last real token: a sentence's output is the same alone and inside a
+//! padded batch. (The forward direction reads real tokens first anyway.)
 //!
-//! Both directions run in one loop as a batch of two (`[2, B, ·]`), and the
-//! input projections of all time steps are one matmul up front; only
-//! `h · W_hh` stays in the recurrence.
+//! The recurrence works on one tensor per time step: Burn's autodiff gives a
+//! slice of a big tensor a gradient as large as the whole tensor, so slicing
+//! `[B, L, ·]` at every step would make the backward pass quadratic in `L`.
+//! Layers pass per-step tensors to each other, and only the input features
+//! are sliced once per step.
 
-use crate::input::reverse_index;
 use burn::module::{Param, ParamId};
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::prelude::*;
@@ -59,75 +61,107 @@ pub struct BiLstm<B: Backend> {
 impl<B: Backend> BiLstm<B> {
     /// `x [B, L, D]`, `mask [B, L]` → `[B, L, 2H]`, zero at padding.
     pub fn forward(&self, x: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let rev = reverse_index(&mask);
-        let mut h = x;
+        let [b, l, d] = x.dims();
+        let maskf = mask.float(); // [B, L]
+        let masks: Vec<Tensor<B, 2>> = (0..l).map(|t| maskf.clone().slice([0..b, t..t + 1])).collect(); // [B, 1] each
+        let mut steps: Vec<Tensor<B, 2>> =
+            (0..l).map(|t| x.clone().slice([0..b, t..t + 1, 0..d]).reshape([b, d])).collect();
         for (i, layer) in self.layers.iter().enumerate() {
             if i > 0 {
-                h = self.dropout.forward(h);
+                steps = steps.into_iter().map(|s| self.dropout.forward(s)).collect();
             }
-            h = layer.forward(h, &mask, &rev);
+            let (fwd, bwd) = layer.forward(&steps, &masks);
+            steps = fwd.into_iter().zip(bwd).map(|(f, b)| Tensor::cat(vec![f, b], 1)).collect();
+            // [B, 2H] each
         }
-        self.dropout.forward(h)
+        let y = Tensor::stack::<3>(steps, 1); // [B, L, 2H]
+        let h2 = y.dims()[2];
+        // Past a sentence's end the forward states ran on over padding: zero them.
+        self.dropout.forward(y * maskf.unsqueeze_dim::<3>(2).expand([b, l, h2]))
     }
 }
 
-/// One bidirectional layer: gates in PyTorch's order (input, forget, cell, output).
+/// One direction of one layer; gates in PyTorch's order (input, forget, cell, output).
+#[derive(Module, Debug)]
+pub struct LstmDirection<B: Backend> {
+    /// `D → 4H`, with the (single) bias.
+    pub input: Linear<B>,
+    /// `[H, 4H]`.
+    pub recurrent: Param<Tensor<B, 2>>,
+}
+
+impl<B: Backend> LstmDirection<B> {
+    /// PyTorch's initialisation: every weight and bias uniform in ±1/√H.
+    fn new(d_input: usize, hidden: usize, device: &B::Device) -> Self {
+        let k = 1.0 / (hidden as f64).sqrt();
+        let init = burn::nn::Initializer::Uniform { min: -k, max: k };
+        LstmDirection {
+            input: LinearConfig::new(d_input, 4 * hidden).with_initializer(init).init(device),
+            recurrent: Param::initialized(
+                ParamId::new(),
+                Tensor::random([hidden, 4 * hidden], Distribution::Uniform(-k, k), device),
+            ),
+        }
+    }
+
+    /// One step: `x [B, D]`, state `(h, c)` `[B, H]` each → new `(h, c)`.
+    fn step(
+        &self,
+        x: Tensor<B, 2>,
+        h: Tensor<B, 2>,
+        c: Tensor<B, 2>,
+        w: &Tensor<B, 2>,
+    ) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let [b, hd] = h.dims();
+        let gates = self.input.forward(x) + h.matmul(w.clone()); // [B, 4H]
+        let i = sigmoid(gates.clone().slice([0..b, 0..hd]));
+        let f = sigmoid(gates.clone().slice([0..b, hd..2 * hd]));
+        let g = tanh(gates.clone().slice([0..b, 2 * hd..3 * hd]));
+        let o = sigmoid(gates.slice([0..b, 3 * hd..4 * hd]));
+        let c = f * c + i * g;
+        let h = o * tanh(c.clone());
+        (h, c)
+    }
+}
+
+/// One bidirectional layer.
 #[derive(Module, Debug)]
 pub struct BiLstmLayer<B: Backend> {
-    /// `D → 8H`: the input projections of both directions, biases included.
-    pub input: Linear<B>,
-    /// `[2, H, 4H]`: the recurrent weights of each direction.
-    pub recurrent: Param<Tensor<B, 3>>,
-    hidden: usize,
+    pub forward: LstmDirection<B>,
+    pub backward: LstmDirection<B>,
 }
 
 impl<B: Backend> BiLstmLayer<B> {
-    /// PyTorch's initialisation: every weight and bias uniform in ±1/√H.
     pub fn new(d_input: usize, hidden: usize, device: &B::Device) -> Self {
-        let k = 1.0 / (hidden as f64).sqrt();
-        let init = burn::nn::Initializer::Uniform { min: -k, max: k };
-        let input = LinearConfig::new(d_input, 8 * hidden).with_initializer(init).init(device);
-        let recurrent = Tensor::random([2, hidden, 4 * hidden], Distribution::Uniform(-k, k), device);
-        BiLstmLayer { input, recurrent: Param::initialized(ParamId::new(), recurrent), hidden }
-    }
-
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &Tensor<B, 2, Bool>, rev: &Tensor<B, 2, Int>) -> Tensor<B, 3> {
-        let [b, l, _] = x.dims();
-        let h4 = 4 * self.hidden;
-        let device = x.device();
-        // Input projections for every step at once: [B, L, 8H].
-        let proj = self.input.forward(x);
-        let fwd = proj.clone().slice([0..b, 0..l, 0..h4]); // [B, L, 4H]
-        let bwd = gather_time(proj.slice([0..b, 0..l, h4..2 * h4]), rev); // reversed within length
-                                                                          // [2, B, L, 4H] → [L, 2, B, 4H]: one contiguous slab per step.
-        let steps = Tensor::stack::<4>(vec![fwd, bwd], 0).permute([2, 0, 1, 3]);
-        let w = self.recurrent.val(); // [2, H, 4H]
-        let hd = self.hidden;
-        let mut h = Tensor::<B, 3>::zeros([2, b, hd], &device);
-        let mut c = Tensor::<B, 3>::zeros([2, b, hd], &device);
-        let mut outs = Vec::with_capacity(l);
-        for t in 0..l {
-            let x_t = steps.clone().slice([t..t + 1]).squeeze_dim::<3>(0); // [2, B, 4H]
-            let gates = x_t + h.matmul(w.clone()); // [2, B, 4H]
-            let i = sigmoid(gates.clone().slice([0..2, 0..b, 0..hd]));
-            let f = sigmoid(gates.clone().slice([0..2, 0..b, hd..2 * hd]));
-            let g = tanh(gates.clone().slice([0..2, 0..b, 2 * hd..3 * hd]));
-            let o = sigmoid(gates.slice([0..2, 0..b, 3 * hd..4 * hd]));
-            c = f * c + i * g;
-            h = o * tanh(c.clone());
-            outs.push(h.clone());
+        BiLstmLayer {
+            forward: LstmDirection::new(d_input, hidden, device),
+            backward: LstmDirection::new(d_input, hidden, device),
         }
-        let out = Tensor::stack::<4>(outs, 2); // [2, B, L, H]
-        let fwd = out.clone().slice([0..1]).squeeze_dim::<3>(0); // [B, L, H]
-        let bwd = gather_time(out.slice([1..2]).squeeze_dim::<3>(0), rev); // back to reading order
-        let y = Tensor::cat(vec![fwd, bwd], 2); // [B, L, 2H]
-                                                // Past a sentence's end the forward states ran on over padding: zero them.
-        y * mask.clone().float().unsqueeze_dim::<3>(2).expand([b, l, 2 * hd])
     }
-}
 
-/// Reorders the time axis of `x [B, L, D]` by `index [B, L]`.
-fn gather_time<B: Backend>(x: Tensor<B, 3>, index: &Tensor<B, 2, Int>) -> Tensor<B, 3> {
-    let [b, l, d] = x.dims();
-    x.gather(1, index.clone().unsqueeze_dim::<3>(2).expand([b, l, d]))
+    /// Per-step inputs `[B, D]` and masks `[B, 1]` → per-step outputs of
+    /// each direction, `[B, H]`, in reading order.
+    pub fn forward(&self, steps: &[Tensor<B, 2>], masks: &[Tensor<B, 2>]) -> (Vec<Tensor<B, 2>>, Vec<Tensor<B, 2>>) {
+        let l = steps.len();
+        let (b, hd) = (steps[0].dims()[0], self.forward.recurrent.dims()[0]);
+        let device = steps[0].device();
+        let zeros = || Tensor::<B, 2>::zeros([b, hd], &device);
+        let (wf, wb) = (self.forward.recurrent.val(), self.backward.recurrent.val());
+        let (mut hf, mut cf) = (zeros(), zeros());
+        let (mut hb, mut cb) = (zeros(), zeros());
+        let mut fwd = Vec::with_capacity(l);
+        let mut bwd = Vec::with_capacity(l);
+        for t in 0..l {
+            (hf, cf) = self.forward.step(steps[t].clone(), hf, cf, &wf);
+            fwd.push(hf.clone());
+            // Backward direction at position l−1−t; zero state on padding.
+            let r = l - 1 - t;
+            let (h, c) = self.backward.step(steps[r].clone(), hb, cb, &wb);
+            hb = h * masks[r].clone();
+            cb = c * masks[r].clone();
+            bwd.push(hb.clone());
+        }
+        bwd.reverse();
+        (fwd, bwd)
+    }
 }

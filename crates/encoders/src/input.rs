@@ -37,15 +37,3 @@ impl<B: Backend> TaggerInput<B> {
 pub fn tags_tensor<B: Backend>(p: &PaddedBatch, device: &B::Device) -> Option<Tensor<B, 2, Int>> {
     p.tags.as_ref().map(|t| Tensor::from_data(TensorData::new(t.clone(), [p.batch, p.len]), device))
 }
-
-/// Reverses each sentence within its own length: index `[B, L]` such that
-/// gathering with it maps position `t < len` to `len − 1 − t` and leaves
-/// padding in place. Applying it twice is the identity.
-pub fn reverse_index<B: Backend>(mask: &Tensor<B, 2, Bool>) -> Tensor<B, 2, Int> {
-    let [b, l] = mask.dims();
-    let device = mask.device();
-    let lengths = mask.clone().int().sum_dim(1); // [B, 1]
-    let pos = Tensor::<B, 1, Int>::arange(0..l as i64, &device).unsqueeze_dim::<2>(0).expand([b, l]); // [B, L]
-    let reversed = (lengths.expand([b, l]) - pos.clone()).sub_scalar(1); // len − 1 − t
-    pos.clone().mask_where(mask.clone(), reversed)
-}

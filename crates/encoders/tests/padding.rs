@@ -5,7 +5,6 @@ use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData};
 use encoders::attention::{AttentionImpl, MultiHeadConfig};
 use encoders::bilstm::BiLstmConfig;
-use encoders::input::reverse_index;
 use encoders::positional::Position;
 use encoders::transformer::AttentionConfig;
 
@@ -31,13 +30,6 @@ fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         assert!((x - y).abs() <= tol, "{what}: element {i}: {x} vs {y}");
     }
-}
-
-#[test]
-fn reverse_index_reverses_within_length() {
-    let m = mask(&[3, 1, 4], 4);
-    let r: Vec<i64> = reverse_index(&m).into_data().iter::<i64>().collect();
-    assert_eq!(r, vec![2, 1, 0, 3, 0, 1, 2, 3, 3, 2, 1, 0]);
 }
 
 /// Runs `f` on a padded batch of three sentences and on each alone (with

@@ -116,6 +116,8 @@ pub struct TrainConfig {
     pub lr_decay: f64,
     /// Warm-up steps for the warm-up schedules.
     pub warmup_steps: usize,
+    /// Warm-up as a share of all steps, used when `warmup_steps` is 0.
+    pub warmup_fraction: f64,
     /// L2 (adam, sgd) or decoupled (adamw) weight decay.
     pub weight_decay: f64,
     /// SGD momentum.
@@ -142,6 +144,7 @@ impl Default for TrainConfig {
             schedule: Schedule::Constant,
             lr_decay: 0.0,
             warmup_steps: 0,
+            warmup_fraction: 0.0,
             weight_decay: 0.0,
             momentum: 0.9,
             grad_clip: 5.0,
@@ -163,29 +166,28 @@ impl TrainConfig {
 
     /// Learning rate at `step` (0-based) of `total` steps, in `epoch`.
     pub fn lr_at(&self, step: usize, total: usize, epoch: usize) -> f64 {
-        let warm = |s: usize| {
-            if self.warmup_steps > 0 && s < self.warmup_steps {
-                (s + 1) as f64 / self.warmup_steps as f64
-            } else {
-                1.0
-            }
+        let warmup = if self.warmup_steps > 0 {
+            self.warmup_steps
+        } else {
+            (self.warmup_fraction * total as f64).round() as usize
         };
+        let warm = |s: usize| (s + 1) as f64 / warmup.max(1) as f64;
         let progress = |s: usize| {
-            let rest = total.saturating_sub(self.warmup_steps).max(1);
-            (s.saturating_sub(self.warmup_steps) as f64 / rest as f64).min(1.0)
+            let rest = total.saturating_sub(warmup).max(1);
+            (s.saturating_sub(warmup) as f64 / rest as f64).min(1.0)
         };
         match self.schedule {
             Schedule::Constant => self.lr,
             Schedule::InverseDecay => self.lr / (1.0 + self.lr_decay * epoch as f64),
             Schedule::WarmupLinear => {
-                if step < self.warmup_steps {
+                if step < warmup {
                     self.lr * warm(step)
                 } else {
                     self.lr * (1.0 - progress(step)).max(0.0)
                 }
             }
             Schedule::WarmupCosine => {
-                if step < self.warmup_steps {
+                if step < warmup {
                     self.lr * warm(step)
                 } else {
                     self.lr * 0.5 * (1.0 + (std::f64::consts::PI * progress(step)).cos())
@@ -311,6 +313,9 @@ mod tests {
         assert!((t.lr_at(0, 110, 0) - 0.1).abs() < 1e-12);
         assert!((t.lr_at(9, 110, 0) - 1.0).abs() < 1e-12);
         assert!((t.lr_at(60, 110, 0) - 0.5).abs() < 1e-12);
+        let t = TrainConfig { schedule: Schedule::WarmupCosine, warmup_fraction: 0.1, lr: 1.0, ..Default::default() };
+        assert!((t.lr_at(4, 100, 0) - 0.5).abs() < 1e-12);
+        assert!((t.lr_at(55, 100, 0) - 0.5).abs() < 1e-12);
         let t = TrainConfig { schedule: Schedule::InverseDecay, lr_decay: 0.05, lr: 0.015, ..Default::default() };
         assert!((t.lr_at(0, 1, 10) - 0.01).abs() < 1e-12);
     }

@@ -1,0 +1,218 @@
+//! End to end, through the real binary, on tiny generated data: train,
+//! eval, predict, compare. Small models and few epochs keep each run to
+//! seconds.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn seqlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "seqlab failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// A toy dataset shared by the tests of this file.
+fn toy() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        ok(seqlab(&["data", "toy", "--out", d.path().to_str().unwrap(), "--sentences", "300", "--seed", "5"]));
+        d
+    })
+    .path()
+}
+
+const SMALL: &[&str] = &[
+    "--set",
+    "model.features.word_dim=24",
+    "--set",
+    "model.features.char_dim=12",
+    "--set",
+    "model.features.char_filters=16",
+    "--set",
+    "model.encoder.bilstm.hidden=32",
+    "--set",
+    "model.encoder.attention.d_model=32",
+    "--set",
+    "model.encoder.attention.ffn=64",
+    "--set",
+    "train.batch_size=8",
+    "--set",
+    "train.lr=0.01",
+    "--set",
+    "train.patience=0",
+];
+
+fn train(config: &str, out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> String {
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs").join(config);
+    let mut args = vec![
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--data",
+        toy().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--seed",
+        seed,
+        "--epochs",
+        epochs,
+        "--quiet",
+    ];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(extra);
+    ok(seqlab(&args))
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// (train_loss, dev_f1) per epoch from metrics.csv.
+fn metrics(dir: &Path) -> Vec<(f64, f64)> {
+    let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (l, f) = (col("train_loss"), col("dev_f1"));
+    lines
+        .map(|row| {
+            let c: Vec<&str> = row.split(',').collect();
+            (c[l].parse().unwrap(), c[f].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn bilstm_crf_learns_writes_every_file_and_predict_reproduces_eval() {
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    let out = train("bilstm-crf.toml", &run, "1", "4", &[]);
+    assert!(out.contains("test F1"), "{out}");
+    for f in ["config.toml", "vocab.json", "model.ckpt", "metrics.csv", "summary.json", "predictions.test.conll"] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+    let m = metrics(&run);
+    assert_eq!(m.len(), 4);
+    assert!(m[3].0 < m[0].0 * 0.5, "loss did not fall: {m:?}");
+    let s = json(&run.join("summary.json"));
+    for key in [
+        "name",
+        "encoder",
+        "decoder",
+        "dataset",
+        "params",
+        "epochs",
+        "best_epoch",
+        "train_seconds",
+        "tokens_per_second",
+    ] {
+        assert!(!s[key].is_null(), "summary lacks {key}");
+    }
+    assert_eq!(s["encoder"], "bilstm");
+    assert_eq!(s["decoder"], "crf");
+    let test_f1 = s["test"]["f1"].as_f64().unwrap();
+    assert!(test_f1 > 0.8, "test F1 {test_f1}");
+    assert!(s["test"]["per_type"]["PER"]["f1"].as_f64().is_some());
+    // The resolved config reads back.
+    let cfg = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(cfg.contains("hidden = 32"), "{cfg}");
+
+    // eval --json equals the summary's test figures.
+    let ev: serde_json::Value =
+        serde_json::from_str(&ok(seqlab(&["eval", "--run", run.to_str().unwrap(), "--json"]))).unwrap();
+    assert_eq!(ev["overall"]["f1"], s["test"]["f1"]);
+    assert_eq!(ev["overall"]["correct_chunks"], s["test"]["correct_chunks"]);
+
+    // predict on the test file, then score it: the same figures again.
+    let test_file = toy().join("test.txt");
+    let pred = ok(seqlab(&["predict", "--run", run.to_str().unwrap(), "--input", test_file.to_str().unwrap()]));
+    let pred_file = work.path().join("pred.conll");
+    std::fs::write(&pred_file, &pred).unwrap();
+    let sc: serde_json::Value =
+        serde_json::from_str(&ok(seqlab(&["score", "--json", pred_file.to_str().unwrap()]))).unwrap();
+    assert_eq!(sc["overall"], ev["overall"]);
+    assert_eq!(pred, std::fs::read_to_string(run.join("predictions.test.conll")).unwrap());
+
+    // Raw text in, JSON lines out, with spans and confidences.
+    let text = work.path().join("in.txt");
+    std::fs::write(&text, "John Smith visited Paris on Monday .\nprices fell .\n").unwrap();
+    let jl = ok(seqlab(&[
+        "predict",
+        "--run",
+        run.to_str().unwrap(),
+        "--input",
+        text.to_str().unwrap(),
+        "--format",
+        "jsonl",
+    ]));
+    let lines: Vec<serde_json::Value> = jl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["tokens"].as_array().unwrap().len(), 7);
+    assert_eq!(lines[0]["tags"].as_array().unwrap().len(), 7);
+    let conf = lines[0]["confidence"].as_array().unwrap();
+    assert!(conf.iter().all(|c| (0.0..=1.0 + 1e-6).contains(&c.as_f64().unwrap())));
+    let spans = lines[0]["spans"].as_array().unwrap();
+    assert!(spans.iter().any(|s| s["label"] == "LOC" && s["text"] == "Paris"), "{jl}");
+}
+
+#[test]
+fn same_seed_twice_gives_identical_metrics() {
+    let work = tempfile::tempdir().unwrap();
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    train("bilstm-crf.toml", &a, "7", "2", &[]);
+    train("bilstm-crf.toml", &b, "7", "2", &[]);
+    assert_eq!(metrics(&a), metrics(&b));
+    let (sa, sb) = (json(&a.join("summary.json")), json(&b.join("summary.json")));
+    assert_eq!(sa["test"], sb["test"]);
+    assert_eq!(
+        std::fs::read(a.join("predictions.test.conll")).unwrap(),
+        std::fs::read(b.join("predictions.test.conll")).unwrap()
+    );
+}
+
+#[test]
+fn attention_softmax_trains_and_compare_reports_the_runs() {
+    let work = tempfile::tempdir().unwrap();
+    let runs: Vec<PathBuf> = ["attention-softmax.toml", "attention-relative-crf.toml"]
+        .iter()
+        .map(|c| {
+            let dir = work.path().join(c.trim_end_matches(".toml"));
+            train(c, &dir, "1", "3", &["--set", "train.warmup_fraction=0.1"]);
+            let m = metrics(&dir);
+            assert!(m[2].0 < m[0].0, "{c}: loss did not fall: {m:?}");
+            assert!(m[2].1 > 0.3, "{c}: dev F1 {m:?}");
+            dir
+        })
+        .collect();
+    let out = work.path().join("cmp");
+    let mut args = vec!["compare", "--out", out.to_str().unwrap(), "--samples", "200"];
+    args.extend(runs.iter().map(|r| r.to_str().unwrap()));
+    let md = ok(seqlab(&args));
+    assert!(md.contains("attention-sinusoidal"), "{md}");
+    assert!(md.contains("attention-relative"), "{md}");
+    assert!(md.contains("Paired bootstrap"), "{md}");
+    let csv = std::fs::read_to_string(out.join("comparison.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.lines().next().unwrap().contains("test_f1_PER"));
+    let svg = std::fs::read_to_string(out.join("dev-f1.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("attention-softmax"), "plot lacks a run label");
+}
+
+#[test]
+fn bad_config_key_and_missing_data_are_clear_errors() {
+    let work = tempfile::tempdir().unwrap();
+    let cfg = work.path().join("bad.toml");
+    std::fs::write(&cfg, "[train]\nepochs = 2\nbatchsize = 3\n").unwrap();
+    let o = seqlab(&["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:3:") && err.contains("unknown field `batchsize`"), "{err}");
+    let o = seqlab(&["train", "--data", work.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
+}
