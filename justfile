@@ -1,6 +1,8 @@
-# seqlab tasks. `just --list` shows them all.
+# seqlab tasks. `just --list` shows them all; DATA defaults to the generated
+# toy dataset, written on first use.
 
 seqlab := "cargo run --release --locked -q -p runner --"
+toy := "datasets/toy-en"
 
 default:
     @just --list
@@ -9,15 +11,39 @@ default:
 test:
     cargo test --workspace --locked
 
+# Train a BiLSTM-CRF (word + char-CNN features) on DATA.
+train-bilstm DATA=toy *ARGS: (_data DATA)
+    {{seqlab}} train --config experiments/configs/bilstm-crf.toml --data {{DATA}} {{ARGS}}
+
+# Train a self-attention-CRF (sinusoidal positions) on DATA.
+train-attention DATA=toy *ARGS: (_data DATA)
+    {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} {{ARGS}}
+
+# Train a self-attention-CRF with TENER's relative positions on DATA.
+train-attention-relative DATA=toy *ARGS: (_data DATA)
+    {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
+
+# Compare every run under experiments/runs (writes experiments/comparison.{md,csv}, dev-f1.svg).
+compare *RUNS:
+    {{seqlab}} compare {{RUNS}}
+
 # Generate the toy datasets (English BIO, Chinese BMES) into datasets/.
 toy:
     {{seqlab}} data toy --out datasets/toy-en --lang en
     {{seqlab}} data toy --out datasets/toy-zh --lang zh
 
 # Describe a dataset folder: sizes, entities per type, OOV rates.
-stats DATA="datasets/toy-en":
+stats DATA=toy: (_data DATA)
     {{seqlab}} data stats {{DATA}}
 
 # Score a conlleval-format file (token … gold pred).
 score FILE:
     {{seqlab}} score {{FILE}}
+
+# CRF throughput (NLL forward+backward, Viterbi).
+bench-crf *ARGS:
+    {{seqlab}} bench crf {{ARGS}}
+
+# Generate the toy dataset when DATA is the default and missing.
+_data DATA:
+    @if [ "{{DATA}}" = "{{toy}}" ] && [ ! -e "{{toy}}/dataset.toml" ]; then {{seqlab}} data toy --out {{toy}}; fi

@@ -48,6 +48,16 @@ impl Encoded {
         self.words.len()
     }
 
+    /// The tokens `range` of this sentence (without tags).
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Encoded {
+        Encoded {
+            words: self.words[range.clone()].to_vec(),
+            chars: self.chars[range.clone()].to_vec(),
+            caps: self.caps[range].to_vec(),
+            tags: None,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
     }

@@ -17,6 +17,7 @@ pub mod tags;
 pub mod toy;
 pub mod vectors;
 pub mod vocab;
+pub mod window;
 
 pub use dataset::{Dataset, Split, SplitName};
 pub use error::{CorpusError, Result};

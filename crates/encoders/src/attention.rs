@@ -6,12 +6,15 @@
 //! Shapes: `B` batch, `H` heads, `Lq`/`Lk` query/key lengths, `Dh` head size,
 //! `D` model size (`H·Dh`).
 
+use crate::ops::SeqBackend;
 use crate::positional::relative_sinusoids;
-use burn::module::{Param, ParamId};
+use burn::module::Param;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
-use burn::tensor::TensorData;
+use burn::tensor::module::attention as fused_attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{TensorData, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
 /// Score given to padded keys before the softmax (finite, so that a fully
@@ -22,9 +25,37 @@ const MASKED: f32 = -1.0e9;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionImpl {
-    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix.
+    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix. At
+    /// inference without weights or relative positions, Burn's fused
+    /// `attention` op runs instead (flash on CUDA, tiled on burn-flex above
+    /// 256K scores).
     #[default]
     Dense,
+    /// Exact attention over key blocks with an online softmax
+    /// ([`SeqBackend::flash_attention`]): O(L·block) memory forward, and in
+    /// training a hand-written backward that recomputes the blocks. No
+    /// dropout on the weights; not with relative positions.
+    Chunked,
+    /// Each query attends to the keys within ±`window` positions only,
+    /// computed in blocks of `window` queries against their own and the two
+    /// neighbouring key blocks: O(L·window) memory and time.
+    Local,
+}
+
+/// An attention implementation with its sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionPlan {
+    pub imp: AttentionImpl,
+    /// Keys per block (chunked).
+    pub block: usize,
+    /// Half-width of the window (local).
+    pub window: usize,
+}
+
+impl AttentionPlan {
+    pub fn dense() -> Self {
+        AttentionPlan { imp: AttentionImpl::Dense, block: 64, window: 16 }
+    }
 }
 
 /// Multi-head attention: queries from one sequence, keys and values from
@@ -71,8 +102,8 @@ impl MultiHeadConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> MultiHeadAttention<B> {
         let d = self.heads * self.head_dim;
         let relative = self.relative.then(|| RelativeTerms {
-            u: Param::initialized(ParamId::new(), Tensor::zeros([self.heads, self.head_dim], device)),
-            v: Param::initialized(ParamId::new(), Tensor::zeros([self.heads, self.head_dim], device)),
+            u: Param::from_tensor(Tensor::zeros([self.heads, self.head_dim], device)),
+            v: Param::from_tensor(Tensor::zeros([self.heads, self.head_dim], device)),
         });
         MultiHeadAttention {
             query: LinearConfig::new(self.d_query, d).init(device),
@@ -97,24 +128,48 @@ pub struct AttentionOutput<B: Backend> {
 }
 
 impl<B: Backend> MultiHeadAttention<B> {
+    pub fn heads(&self) -> usize {
+        self.heads
+    }
+
     /// `query [B, Lq, Dq]` attends over `memory [B, Lk, Dk]`; `key_mask
     /// [B, Lk]` is true at real keys. Padded keys get zero weight; a query
-    /// with no real key gets a zero context.
+    /// with no real key gets a zero context. Asking for the weights runs the
+    /// dense formula (with the window's band for local attention), which
+    /// gives the same context.
     pub fn forward(
         &self,
         query: Tensor<B, 3>,
         memory: Tensor<B, 3>,
         key_mask: Tensor<B, 2, Bool>,
-        imp: AttentionImpl,
+        plan: AttentionPlan,
         want_weights: bool,
-    ) -> AttentionOutput<B> {
+    ) -> AttentionOutput<B>
+    where
+        B: SeqBackend,
+    {
         let q = self.split_heads(self.query.forward(query)); // [B, H, Lq, Dh]
         let k = self.split_heads(self.key.forward(memory.clone())); // [B, H, Lk, Dh]
         let v = self.split_heads(self.value.forward(memory)); // [B, H, Lk, Dh]
-        let (ctx, weights) = match imp {
-            AttentionImpl::Dense => self.dense(q, k, v, key_mask, want_weights),
+        let band = (plan.imp == AttentionImpl::Local).then_some(plan.window);
+        let (ctx, weights) = match plan.imp {
+            _ if want_weights => self.dense(q, k, v, key_mask, band, true),
+            AttentionImpl::Dense if !B::ad_enabled(&q.device()) && self.relative.is_none() => {
+                (self.fused(q, k, v, key_mask), None)
+            }
+            AttentionImpl::Dense => self.dense(q, k, v, key_mask, None, false),
+            AttentionImpl::Chunked => (self.chunked(q, k, v, key_mask, plan.block), None),
+            AttentionImpl::Local => (self.local(q, k, v, key_mask, plan.window), None),
         };
         AttentionOutput { context: self.output.forward(self.merge_heads(ctx)), weights }
+    }
+
+    fn scale(&self) -> f32 {
+        if self.scaled {
+            1.0 / (self.head_dim as f32).sqrt()
+        } else {
+            1.0
+        }
     }
 
     /// `[B, L, H·Dh]` → `[B, H, L, Dh]`.
@@ -135,7 +190,7 @@ impl<B: Backend> MultiHeadAttention<B> {
         let [b, h, bq, dh] = q.dims();
         let bk = k.dims()[2];
         let kt = k.swap_dims(2, 3); // [B, H, Dh, bk]
-        let mut s = match &self.relative {
+        let s = match &self.relative {
             None => q.clone().matmul(kt), // [B, H, bq, bk]
             Some(rel) => {
                 let u = rel.u.val().reshape([1, h, 1, dh]);
@@ -154,29 +209,155 @@ impl<B: Backend> MultiHeadAttention<B> {
                 content + qr.gather(3, idx)
             }
         };
-        if self.scaled {
-            s = s.div_scalar((dh as f64).sqrt());
-        }
-        s
+        s.mul_scalar(self.scale())
     }
 
-    /// The plain formula over the whole `[B, H, Lq, Lk]` score matrix.
+    /// The plain formula over the whole `[B, H, Lq, Lk]` score matrix; with
+    /// `band`, keys further than that from the query are masked too.
     fn dense(
         &self,
         q: Tensor<B, 4>,
         k: Tensor<B, 4>,
         v: Tensor<B, 4>,
         key_mask: Tensor<B, 2, Bool>,
+        band: Option<usize>,
         want_weights: bool,
     ) -> (Tensor<B, 4>, Option<Tensor<B, 4>>) {
         let [b, h, lq, _] = q.dims();
         let lk = k.dims()[2];
         let scores = self.scores(q, k, 0, 0); // [B, H, Lq, Lk]
-        let keys = key_mask.unsqueeze_dims::<4>(&[1, 2]).expand([b, h, lq, lk]); // [B, H, Lq, Lk]
+        let mut keys = key_mask.unsqueeze_dims::<4>(&[1, 2]).expand([b, h, lq, lk]); // [B, H, Lq, Lk]
+        if let Some(w) = band {
+            let near: Vec<bool> = (0..lq).flat_map(|i| (0..lk).map(move |j| i.abs_diff(j) <= w)).collect();
+            let near = Tensor::<B, 2, Bool>::from_data(TensorData::new(near, [lq, lk]), &scores.device());
+            keys = keys.bool_and(near.unsqueeze_dims::<4>(&[0, 1]).expand([b, h, lq, lk]));
+        }
         let scores = scores.mask_fill(keys.clone().bool_not(), MASKED);
         // Zero the weights of padded keys: a row with no real key becomes 0.
         let weights = softmax(scores, 3) * keys.float(); // [B, H, Lq, Lk]
         let ctx = self.dropout.forward(weights.clone()).matmul(v); // [B, H, Lq, Dh]
         (ctx, want_weights.then_some(weights))
+    }
+
+    /// Burn's fused attention op (inference only: no dropout, no weights).
+    fn fused(&self, q: Tensor<B, 4>, k: Tensor<B, 4>, v: Tensor<B, 4>, key_mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
+        let [b, h, lq, _] = q.dims();
+        let lk = k.dims()[2];
+        // Burn's mask marks the positions to hide; skip it when nothing is padded.
+        let padded = key_mask.clone().bool_not();
+        let mask = padded
+            .clone()
+            .any()
+            .into_scalar()
+            .to_bool()
+            .then(|| padded.unsqueeze_dims::<4>(&[1, 2]).expand([b, h, lq, lk]));
+        let options = AttentionModuleOptions { scale: Some(self.scale() as f64), softcap: None, is_causal: false };
+        fused_attention(q, k, v, mask, None, options)
+    }
+
+    /// [`SeqBackend::flash_attention`]: exact, blocked, O(L·block) memory.
+    fn chunked(
+        &self,
+        q: Tensor<B, 4>,
+        k: Tensor<B, 4>,
+        v: Tensor<B, 4>,
+        key_mask: Tensor<B, 2, Bool>,
+        block: usize,
+    ) -> Tensor<B, 4>
+    where
+        B: SeqBackend,
+    {
+        assert!(self.relative.is_none(), "chunked attention does not support relative positions");
+        let mask = key_mask.float().unsqueeze_dims::<4>(&[1, 2]); // [B, 1, 1, Lk]
+        let prim = |x: Tensor<B, 4>| x.into_primitive().tensor();
+        Tensor::from_primitive(TensorPrimitive::Float(B::flash_attention(
+            prim(q),
+            prim(k),
+            prim(v),
+            prim(mask),
+            self.scale(),
+            block,
+        )))
+    }
+
+    /// Windowed attention: queries in blocks of `w`, each block against its
+    /// own and the two neighbouring key blocks (`3w` keys), then the band
+    /// `|i − j| ≤ w` and the key mask. Self-attention only (`Lq = Lk`).
+    fn local(
+        &self,
+        q: Tensor<B, 4>,
+        k: Tensor<B, 4>,
+        v: Tensor<B, 4>,
+        key_mask: Tensor<B, 2, Bool>,
+        w: usize,
+    ) -> Tensor<B, 4> {
+        let [b, h, l, dh] = q.dims();
+        assert_eq!(l, k.dims()[2], "local attention is for self-attention");
+        let w = w.max(1);
+        let nb = l.div_ceil(w);
+        let lp = nb * w;
+        let device = q.device();
+        // Pad the sequence to a whole number of blocks.
+        let pad4 = |x: Tensor<B, 4>| {
+            if lp == l {
+                x
+            } else {
+                Tensor::cat(vec![x, Tensor::zeros([b, h, lp - l, dh], &device)], 2)
+            }
+        };
+        let blocks = |x: Tensor<B, 4>| pad4(x).reshape([b, h, nb, w, dh]); // [B, H, nb, w, Dh]
+                                                                           // Each block next to its neighbours: [B, H, nb, 3w, Dh].
+        let around = |x: Tensor<B, 5>| {
+            let zero = Tensor::<B, 5>::zeros([b, h, 1, w, dh], &device);
+            let prev = Tensor::cat(vec![zero.clone(), x.clone().slice([0..b, 0..h, 0..nb - 1])], 2);
+            let next = Tensor::cat(vec![x.clone().slice([0..b, 0..h, 1..nb]), zero], 2);
+            Tensor::cat(vec![prev, x, next], 3)
+        };
+        let qb = blocks(q); // [B, H, nb, w, Dh]
+        let k3 = around(blocks(k)); // [B, H, nb, 3w, Dh]
+        let v3 = around(blocks(v));
+        let k3t = k3.swap_dims(3, 4); // [B, H, nb, Dh, 3w]
+        let scores = match &self.relative {
+            None => qb.matmul(k3t),
+            Some(rel) => {
+                let u = rel.u.val().reshape([1, h, 1, 1, dh]);
+                let vb = rel.v.val().reshape([1, h, 1, 1, dh]);
+                let content = (qb.clone() + u).matmul(k3t); // [B, H, nb, w, 3w]
+                                                            // Query r of a block and key c of its 3w neighbours are
+                                                            // r + w − c apart: from −(2w−1) to 2w−1.
+                let r = relative_sinusoids::<B>(-(2 * w as i64 - 1), 4 * w - 1, dh, &device); // [4w−1, Dh]
+                let qr = (qb + vb).matmul(r.transpose().unsqueeze_dims::<5>(&[0, 1, 2])); // [B, H, nb, w, 4w−1]
+                let idx: Vec<i64> = (0..w).flat_map(|r| (0..3 * w).map(move |c| (r + 3 * w - 1 - c) as i64)).collect();
+                let idx = Tensor::<B, 2, Int>::from_data(TensorData::new(idx, [w, 3 * w]), &device)
+                    .unsqueeze_dims::<5>(&[0, 1, 2])
+                    .expand([b, h, nb, w, 3 * w]);
+                content + qr.gather(4, idx)
+            }
+        }
+        .mul_scalar(self.scale()); // [B, H, nb, w, 3w]
+                                   // Real keys among the 3w neighbours, and the band |i − j| ≤ w.
+        let mut m = key_mask.float();
+        if lp > l {
+            m = Tensor::cat(vec![m, Tensor::zeros([b, lp - l], &device)], 1);
+        }
+        let mb = m.reshape([b, nb, w]);
+        let zero = Tensor::<B, 3>::zeros([b, 1, w], &device);
+        let m3 = Tensor::cat(
+            vec![
+                Tensor::cat(vec![zero.clone(), mb.clone().slice([0..b, 0..nb - 1])], 1),
+                mb.clone(),
+                Tensor::cat(vec![mb.slice([0..b, 1..nb]), zero], 1),
+            ],
+            2,
+        ); // [B, nb, 3w]
+        let band: Vec<f32> =
+            (0..w).flat_map(|r| (0..3 * w).map(move |c| f32::from((r + w).abs_diff(c) <= w))).collect();
+        let band = Tensor::<B, 2>::from_data(TensorData::new(band, [w, 3 * w]), &device);
+        let valid = m3.unsqueeze_dims::<5>(&[1, 3]) * band.unsqueeze_dims::<5>(&[0, 1, 2]); // [B, 1, nb, w, 3w]
+        let valid = valid.expand([b, h, nb, w, 3 * w]);
+        let scores = scores.mask_fill(valid.clone().lower_elem(0.5), MASKED);
+        let weights = softmax(scores, 4) * valid; // [B, H, nb, w, 3w]
+        let ctx = self.dropout.forward(weights).matmul(v3); // [B, H, nb, w, Dh]
+        ctx.reshape([b, h, lp, dh]).slice([0..b, 0..h, 0..l])
     }
 }

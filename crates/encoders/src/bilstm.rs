@@ -13,7 +13,7 @@
 //! Layers pass per-step tensors to each other, and only the input features
 //! are sliced once per step.
 
-use burn::module::{Param, ParamId};
+use burn::module::Param;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, tanh};
@@ -97,10 +97,7 @@ impl<B: Backend> LstmDirection<B> {
         let init = burn::nn::Initializer::Uniform { min: -k, max: k };
         LstmDirection {
             input: LinearConfig::new(d_input, 4 * hidden).with_initializer(init).init(device),
-            recurrent: Param::initialized(
-                ParamId::new(),
-                Tensor::random([hidden, 4 * hidden], Distribution::Uniform(-k, k), device),
-            ),
+            recurrent: Param::from_tensor(Tensor::random([hidden, 4 * hidden], Distribution::Uniform(-k, k), device)),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod attention;
 pub mod bilstm;
 pub mod features;
 pub mod input;
+pub mod ops;
 pub mod positional;
 pub mod tagger;
 pub mod transformer;

@@ -5,6 +5,7 @@
 use crate::bilstm::{BiLstm, BiLstmConfig};
 use crate::features::{Features, FeaturesConfig};
 use crate::input::TaggerInput;
+use crate::ops::SeqBackend;
 use crate::transformer::{AttentionConfig, AttentionEncoder};
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
@@ -122,7 +123,10 @@ impl<B: Backend> Encoder<B> {
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    where
+        B: SeqBackend,
+    {
         match self {
             Encoder::BiLstm(m) => (m.forward(x, mask), Vec::new()),
             Encoder::Attention(m) => m.forward(x, mask, want_weights),
@@ -148,7 +152,7 @@ pub struct TaggerOutput<B: Backend> {
     pub attention: Vec<Tensor<B, 4>>,
 }
 
-impl<B: Backend> Tagger<B> {
+impl<B: SeqBackend> Tagger<B> {
     pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> TaggerOutput<B> {
         let x = self.features.forward(input); // [B, L, D]
         let (h, attention) = self.encoder.forward(x, input.mask.clone(), want_weights); // [B, L, D_out]

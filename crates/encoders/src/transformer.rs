@@ -3,7 +3,8 @@
 //! blocks of multi-head self-attention and a feed-forward layer, each with a
 //! residual connection, and a final LayerNorm.
 
-use crate::attention::{AttentionImpl, MultiHeadAttention, MultiHeadConfig};
+use crate::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
+use crate::ops::SeqBackend;
 use crate::positional::{absolute_sinusoids, LearnedPositions, Position};
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
@@ -30,9 +31,13 @@ pub struct AttentionConfig {
     pub max_len: usize,
     /// Divide scores by √head_dim.
     pub scaled: bool,
-    /// Attention implementation.
+    /// Attention implementation: "dense", "chunked" or "local".
     #[serde(rename = "impl")]
     pub implementation: AttentionImpl,
+    /// Keys per block for chunked attention.
+    pub block: usize,
+    /// Half-width of the window for local attention (each token sees ±window).
+    pub window: usize,
 }
 
 impl Default for AttentionConfig {
@@ -49,6 +54,8 @@ impl Default for AttentionConfig {
             max_len: 512,
             scaled: true,
             implementation: AttentionImpl::Dense,
+            block: 64,
+            window: 16,
         }
     }
 }
@@ -60,6 +67,26 @@ impl AttentionConfig {
         } else {
             (self.d_model / self.heads.max(1)).max(1)
         }
+    }
+
+    pub fn plan(&self) -> AttentionPlan {
+        AttentionPlan { imp: self.implementation, block: self.block.max(1), window: self.window.max(1) }
+    }
+
+    /// Settings that cannot work together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.heads == 0 || (self.head_dim == 0 && self.d_model % self.heads != 0) {
+            return Err(format!(
+                "d_model ({}) must be a multiple of heads ({}), or set head_dim",
+                self.d_model, self.heads
+            ));
+        }
+        if self.implementation == AttentionImpl::Chunked && self.position == Position::Relative {
+            return Err(
+                "impl = \"chunked\" does not support position = \"relative\"; use \"local\" or \"dense\"".into()
+            );
+        }
+        Ok(())
     }
 
     pub fn init<B: Backend>(&self, d_input: usize, device: &B::Device) -> AttentionEncoder<B> {
@@ -91,6 +118,8 @@ impl AttentionConfig {
             dropout: DropoutConfig::new(self.dropout).init(),
             sinusoidal: self.position == Position::Sinusoidal,
             implementation: self.implementation,
+            block: self.block.max(1),
+            window: self.window.max(1),
         }
     }
 }
@@ -111,11 +140,14 @@ impl<B: Backend> Block<B> {
         &self,
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
-        imp: AttentionImpl,
+        plan: AttentionPlan,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>) {
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>)
+    where
+        B: SeqBackend,
+    {
         let h = self.norm1.forward(x.clone()); // [B, L, D]
-        let att = self.attention.forward(h.clone(), h, mask, imp, want_weights);
+        let att = self.attention.forward(h.clone(), h, mask, plan, want_weights);
         let x = x + self.dropout.forward(att.context); // [B, L, D]
         let h = self.norm2.forward(x.clone());
         let h = self.ff2.forward(self.dropout.forward(relu(self.ff1.forward(h)))); // [B, L, D]
@@ -132,6 +164,8 @@ pub struct AttentionEncoder<B: Backend> {
     pub dropout: Dropout,
     sinusoidal: bool,
     implementation: AttentionImpl,
+    block: usize,
+    window: usize,
 }
 
 impl<B: Backend> AttentionEncoder<B> {
@@ -142,7 +176,11 @@ impl<B: Backend> AttentionEncoder<B> {
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    where
+        B: SeqBackend,
+    {
+        let plan = AttentionPlan { imp: self.implementation, block: self.block, window: self.window };
         let mut h = self.input.forward(x); // [B, L, D]
         let [b, l, d] = h.dims();
         let device = h.device();
@@ -155,7 +193,7 @@ impl<B: Backend> AttentionEncoder<B> {
         let mut h = self.dropout.forward(h);
         let mut weights = Vec::new();
         for block in &self.blocks {
-            let (next, w) = block.forward(h, mask.clone(), self.implementation, want_weights);
+            let (next, w) = block.forward(h, mask.clone(), plan, want_weights);
             h = next;
             weights.extend(w);
         }

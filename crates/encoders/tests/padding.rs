@@ -3,7 +3,7 @@
 use burn::backend::NdArray;
 use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData};
-use encoders::attention::{AttentionImpl, MultiHeadConfig};
+use encoders::attention::{AttentionPlan, MultiHeadConfig};
 use encoders::bilstm::BiLstmConfig;
 use encoders::positional::Position;
 use encoders::transformer::AttentionConfig;
@@ -102,7 +102,7 @@ fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
     let x = Tensor::<B, 3>::random([2, 4, 8], Distribution::Normal(0.0, 1.0), &dev());
     // Sentence 1 has no real key at all.
     let m = mask(&[3, 0], 4);
-    let out = mha.forward(x.clone(), x, m, AttentionImpl::Dense, true);
+    let out = mha.forward(x.clone(), x, m, AttentionPlan::dense(), true);
     let w: Vec<f32> = out.weights.unwrap().into_data().iter::<f32>().collect(); // [2, 2, 4, 4]
     for h in 0..2 {
         for i in 0..4 {

@@ -2,7 +2,7 @@
 //! several timed repetitions after warm-up runs.
 
 use crate::cli::BenchCrfArgs;
-use crate::{dispatch, set_threads, Job};
+use crate::{dispatch, Job};
 use anyhow::Result;
 use burn::module::AutodiffModule;
 use burn::prelude::*;
@@ -10,6 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, TensorData};
 use corpus::Scheme;
 use crf::{Constraints, Crf, Reduction};
+use encoders::ops::SeqBackend;
 use std::time::Instant;
 
 /// Median of the timings of `iters` runs of `f`, after two warm-up runs.
@@ -28,7 +29,6 @@ pub fn median_seconds(iters: usize, mut f: impl FnMut()) -> f64 {
 }
 
 pub fn crf(args: BenchCrfArgs) -> Result<()> {
-    set_threads(args.threads)?;
     let device = args.device;
     dispatch(device, CrfBench(args))
 }
@@ -36,7 +36,10 @@ pub fn crf(args: BenchCrfArgs) -> Result<()> {
 struct CrfBench(BenchCrfArgs);
 
 impl Job for CrfBench {
-    fn run<B: AutodiffBackend>(self, device: B::Device, device_name: &str) -> Result<()> {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
         let a = self.0;
         B::seed(&device, 1);
         // A BIOES tag set with as many types as fit in `tags` (17 = 4 types).

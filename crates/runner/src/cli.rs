@@ -10,6 +10,9 @@ use std::path::PathBuf;
     about = "Train, evaluate, compare and explain sequence taggers (BiLSTM-CRF, attention)."
 )]
 pub struct Cli {
+    /// Threads for the CPU backends (default: one per core).
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -128,9 +131,6 @@ pub struct TrainArgs {
     /// Override any config key: `--set train.lr=0.01 --set model.encoder.kind=attention`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Rayon threads for the CPU backends (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
     /// No progress bar or per-epoch lines.
     #[arg(long)]
     pub quiet: bool,
@@ -218,8 +218,6 @@ pub struct BenchCrfArgs {
     pub iters: usize,
     #[arg(long, value_enum, default_value = "ndarray")]
     pub device: DeviceArg,
-    #[arg(long)]
-    pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,
 }

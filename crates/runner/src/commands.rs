@@ -2,22 +2,22 @@
 
 use crate::cli::{EvalArgs, InputFormat, OutputFormat, PredictArgs, TrainArgs};
 use crate::config::{self, RunConfig};
-use crate::evaluate::{score_predictions, tag_all, Tagged};
+use crate::evaluate::{score_predictions, tag_all, TaggedSplit};
 use crate::prep::{self, Prepared};
 use crate::rundir;
 use crate::train::{build_model, encoder_name, train as train_loop, TrainOptions};
-use crate::{dispatch, set_threads, Job};
+use crate::{dispatch, Job};
 use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::Encoded;
 use corpus::reader::{read_rows, RowOptions};
 use corpus::{Dataset, Sentence, Tag, Vocabs};
+use encoders::ops::SeqBackend;
 use serde::Serialize;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub fn train(args: TrainArgs) -> Result<()> {
-    set_threads(args.threads)?;
     let mut cfg = config::load(args.config.as_deref(), &args.set)?;
     if let Some(d) = args.data {
         cfg.data.dir = d;
@@ -61,7 +61,10 @@ struct TrainJob {
 }
 
 impl Job for TrainJob {
-    fn run<B: AutodiffBackend>(self, device: B::Device, device_name: &str) -> Result<()> {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
         let opts = TrainOptions { out: &self.out, device_name, quiet: self.quiet };
         let s = train_loop::<B>(&self.cfg, &self.prep, &opts, &device)?;
         let f1 =
@@ -99,16 +102,24 @@ impl LoadedRun {
         Ok(LoadedRun { dir: dir.to_path_buf(), cfg, vocabs })
     }
 
-    /// Tags encoded sentences with the run's best model.
-    pub fn tag<B: AutodiffBackend>(
-        &self,
-        data: &[Encoded],
-        confidence: bool,
-        device: &B::Device,
-    ) -> Result<Vec<Tagged>> {
+    /// Tags encoded sentences with the run's best model (long ones in
+    /// windows, as the run was configured).
+    pub fn tag<B: AutodiffBackend>(&self, data: &[Encoded], confidence: bool, device: &B::Device) -> Result<TaggedSplit>
+    where
+        B::InnerBackend: SeqBackend,
+    {
         let model = build_model::<B::InnerBackend>(&self.cfg, &self.vocabs, None, device);
         let model = rundir::load_module::<B::InnerBackend, _>(model, &self.dir.join(rundir::MODEL), device)?;
-        Ok(tag_all(&model, &self.vocabs, data, confidence, device))
+        let tagged = tag_all(&model, &self.vocabs, data, self.cfg.data.windows(), confidence, device);
+        if tagged.windowed > 0 {
+            eprintln!(
+                "note: {} of {} sentences were longer than data.max_len = {} and were tagged in overlapping windows",
+                tagged.windowed,
+                data.len(),
+                self.cfg.data.max_len
+            );
+        }
+        Ok(tagged)
     }
 
     pub fn encode(&self, sentences: &[Sentence]) -> Vec<Encoded> {
@@ -135,8 +146,11 @@ struct EvalJob {
 }
 
 impl Job for EvalJob {
-    fn run<B: AutodiffBackend>(self, device: B::Device, _: &str) -> Result<()> {
-        let tagged = self.run.tag::<B>(&self.run.encode(&self.split), false, &device)?;
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let tagged = self.run.tag::<B>(&self.run.encode(&self.split), false, &device)?.tagged;
         let counts = score_predictions(&self.split, &tagged);
         if self.json {
             println!("{}", serde_json::to_string(&counts.report())?);
@@ -246,10 +260,13 @@ struct JsonSentence<'a> {
 }
 
 impl Job for PredictJob {
-    fn run<B: AutodiffBackend>(self, device: B::Device, _: &str) -> Result<()> {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
         let sentences = &self.sentences.sentences;
         let want_conf = self.format == OutputFormat::Jsonl;
-        let tagged = self.run.tag::<B>(&self.run.encode(sentences), want_conf, &device)?;
+        let tagged = self.run.tag::<B>(&self.run.encode(sentences), want_conf, &device)?.tagged;
         let mut out = String::new();
         match self.format {
             OutputFormat::Conll => {

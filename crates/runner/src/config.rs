@@ -53,6 +53,12 @@ pub struct DataConfig {
     pub max_word_chars: usize,
     /// Pretrained word vectors (GloVe or word2vec text), or empty.
     pub pretrained: PathBuf,
+    /// Sentences longer than this are tagged (and trained on) in overlapping
+    /// windows of this many tokens, stitched so that each token takes the
+    /// prediction of the window where it is most central; 0 = never.
+    pub max_len: usize,
+    /// Tokens between window starts; 0 means `max_len / 2`.
+    pub stride: usize,
 }
 
 impl Default for DataConfig {
@@ -65,11 +71,21 @@ impl Default for DataConfig {
             min_word_freq: 1,
             max_word_chars: 30,
             pretrained: PathBuf::new(),
+            max_len: 0,
+            stride: 0,
         }
     }
 }
 
 impl DataConfig {
+    /// The window plan for long sentences.
+    pub fn windows(&self) -> crate::evaluate::Windows {
+        crate::evaluate::Windows {
+            max_len: self.max_len,
+            stride: if self.stride == 0 { (self.max_len / 2).max(1) } else { self.stride },
+        }
+    }
+
     /// The tagger's scheme for data in `data_scheme`.
     pub fn tagger_scheme(&self, data_scheme: Scheme) -> Result<Scheme> {
         if self.tag_scheme == "data" {
@@ -131,6 +147,9 @@ pub struct TrainConfig {
     pub word_dropout: f64,
     /// Evaluate on dev every this many epochs.
     pub eval_every: usize,
+    /// Stop after the epoch during which this many minutes (training and
+    /// evaluation) have passed; 0 means no limit.
+    pub max_minutes: f64,
 }
 
 impl Default for TrainConfig {
@@ -151,6 +170,7 @@ impl Default for TrainConfig {
             patience: 5,
             word_dropout: 0.0,
             eval_every: 1,
+            max_minutes: 0.0,
         }
     }
 }
@@ -249,14 +269,7 @@ fn set_path(root: &mut toml::Value, key: &str, value: toml::Value) -> Result<()>
 }
 
 fn validate(cfg: &RunConfig) -> Result<()> {
-    let a = &cfg.model.encoder.attention;
-    if a.heads == 0 || (a.head_dim == 0 && a.d_model % a.heads != 0) {
-        bail!(
-            "model.encoder.attention: d_model ({}) must be a multiple of heads ({}), or set head_dim",
-            a.d_model,
-            a.heads
-        );
-    }
+    cfg.model.encoder.attention.validate().map_err(|e| anyhow::anyhow!("model.encoder.attention: {e}"))?;
     if cfg.train.lr <= 0.0 || !cfg.train.lr.is_finite() {
         bail!("train.lr must be a positive number, found {}", cfg.train.lr);
     }

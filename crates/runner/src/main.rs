@@ -20,6 +20,7 @@ use burn::backend::Autodiff;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use cli::{BenchCommand, Cli, Command, DataCommand, DeviceArg};
+use encoders::ops::SeqBackend;
 
 /// mimalloc reuses freed memory instead of returning large blocks to the
 /// kernel: with glibc's allocator every big tensor costs fresh page faults,
@@ -29,7 +30,9 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Work that runs on whichever backend the user picked.
 pub trait Job {
-    fn run<B: AutodiffBackend>(self, device: B::Device, device_name: &str) -> Result<()>;
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend;
 }
 
 /// Runs `job` on the backend named by `device`.
@@ -45,20 +48,35 @@ pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
     }
 }
 
-/// Sets the number of threads of the CPU backends (rayon's global pool).
+/// Sets the number of threads of the CPU backends (rayon's global pool;
+/// default: one per core), with subnormal floats flushed to zero on each.
 pub fn set_threads(threads: Option<usize>) -> Result<()> {
+    let mut pool = rayon::ThreadPoolBuilder::new().start_handler(|_| flush_subnormals());
     if let Some(n) = threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global()
-            .map_err(|e| anyhow::anyhow!("cannot set {n} threads: {e}"))?;
+        pool = pool.num_threads(n.max(1));
     }
-    Ok(())
+    pool.build_global().map_err(|e| anyhow::anyhow!("cannot start the thread pool: {e}"))
+}
+
+/// Treats subnormal floats as zero on this thread (x86's FTZ and DAZ bits).
+/// Adam's moments of embedding rows that get no gradient decay by β at every
+/// step into the subnormal range, where each float operation costs ~100×:
+/// on CoNLL-2003 the epochs grew from 78 s to 140 s before this.
+fn flush_subnormals() {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(deprecated)]
+    // SAFETY: sets two bits of this thread's MXCSR (flush-to-zero,
+    // denormals-are-zero); no memory is touched.
+    unsafe {
+        use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+        _mm_setcsr(_mm_getcsr() | 0x8040);
+    }
 }
 
 fn main() {
+    flush_subnormals();
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = set_threads(cli.threads).and_then(|()| match cli.command {
         Command::Train(args) => commands::train(args),
         Command::Eval(args) => commands::eval(args),
         Command::Predict(args) => commands::predict(args),
@@ -71,7 +89,7 @@ fn main() {
             DataCommand::Toy(args) => data_cmd::toy(&args),
             DataCommand::Stats(args) => data_cmd::stats(&args),
         },
-    };
+    });
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(2);

@@ -67,15 +67,28 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     };
     let tags = vocabs.parsed_tags();
     let max_chars = cfg.data.max_word_chars;
-    let train_enc = train
-        .sentences
-        .iter()
-        .map(|s| {
-            // Through spans: ill-formed input is repaired, so the tagger only sees legal paths.
-            let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
-            vocabs.encode(&s.tokens, Some(&t), max_chars)
-        })
-        .collect();
+    // Through spans: ill-formed input is repaired, so the tagger only sees
+    // legal paths; a long sentence becomes its windows, each window's tags
+    // re-encoded so that an entity cut at its edge is still well formed.
+    let win = cfg.data.windows();
+    let mut windowed = 0;
+    let mut train_enc = Vec::with_capacity(train.sentences.len());
+    for s in &train.sentences {
+        let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
+        let ws = win.of(s.tokens.len());
+        windowed += usize::from(ws.len() > 1);
+        for r in ws {
+            let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
+            train_enc.push(vocabs.encode(&s.tokens[r], Some(&tags), max_chars));
+        }
+    }
+    if windowed > 0 {
+        notes.push(format!(
+            "{windowed} training sentences are longer than data.max_len = {} and are trained on as {} overlapping windows",
+            cfg.data.max_len,
+            train_enc.len() - (train.sentences.len() - windowed)
+        ));
+    }
     let eval = ds
         .splits
         .iter()

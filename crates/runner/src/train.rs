@@ -19,6 +19,7 @@ use corpus::batch::{pad, plan_batches};
 use corpus::vocab::UNK_ID;
 use corpus::{SplitName, Vocabs};
 use encoders::input::tags_tensor;
+use encoders::ops::SeqBackend;
 use encoders::{Tagger, TaggerInput, TaggerShape};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
@@ -91,12 +92,15 @@ pub struct TrainOptions<'a> {
 }
 
 /// Trains, writes the run folder, returns the summary.
-pub fn train<B: AutodiffBackend>(
+pub fn train<B: AutodiffBackend + SeqBackend>(
     cfg: &RunConfig,
     prep: &Prepared,
     opts: &TrainOptions,
     device: &B::Device,
-) -> Result<Summary> {
+) -> Result<Summary>
+where
+    B::InnerBackend: SeqBackend,
+{
     B::seed(device, cfg.seed);
     let out = opts.out;
     std::fs::create_dir_all(out)?;
@@ -118,6 +122,7 @@ pub fn train<B: AutodiffBackend>(
     let (mut best_f1, mut best_epoch, mut since_best) = (f64::NEG_INFINITY, 0usize, 0usize);
     let (mut train_seconds, mut train_tokens) = (0.0f64, 0usize);
     let mut step = 0usize;
+    let run_started = Instant::now();
     for epoch in 1..=t.epochs {
         let batches =
             plan_batches(&lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
@@ -178,7 +183,7 @@ pub fn train<B: AutodiffBackend>(
         let inner = model.valid();
         let improved = match (dev, evaluate_now) {
             (Some(dev), true) => {
-                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, false, device);
+                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, cfg.data.windows(), false, device).tagged;
                 let r = score_predictions(&dev.sentences, &tagged).report();
                 row.dev_precision = r.overall.precision;
                 row.dev_recall = r.overall.recall;
@@ -216,6 +221,13 @@ pub fn train<B: AutodiffBackend>(
             }
             break;
         }
+        let minutes = run_started.elapsed().as_secs_f64() / 60.0;
+        if t.max_minutes > 0.0 && minutes >= t.max_minutes && epoch < t.epochs {
+            if !opts.quiet {
+                eprintln!("stop: {minutes:.1} minutes used of train.max_minutes = {}", t.max_minutes);
+            }
+            break;
+        }
     }
     // The best model on dev and test.
     let best = rundir::load_module::<B::InnerBackend, _>(
@@ -226,7 +238,7 @@ pub fn train<B: AutodiffBackend>(
     let mut metrics = [None, None];
     for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
         if let Some(split) = prep.split(name) {
-            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, false, device);
+            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, cfg.data.windows(), false, device).tagged;
             metrics[k] = Some(SplitMetrics::from(score_predictions(&split.sentences, &tagged).report()));
             corpus::io::write_atomic(
                 &out.join(format!("predictions.{}.conll", name.as_str())),

@@ -216,3 +216,42 @@ fn bad_config_key_and_missing_data_are_clear_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
 }
+
+#[test]
+fn pretrained_vectors_initialise_words_and_coverage_is_reported() {
+    let work = tempfile::tempdir().unwrap();
+    let vectors = work.path().join("glove.txt");
+    // 8-dimensional vectors for a few toy words (one deliberately absent from the data).
+    let words = ["visited", "said", "Paris", "London", "the", "zzzunseen"];
+    let text: String = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| format!("{w} {}\n", vec![format!("{}", i as f32 * 0.1); 8].join(" ")))
+        .collect();
+    std::fs::write(&vectors, text).unwrap();
+    let run = work.path().join("run");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
+    let mut args = vec![
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--data",
+        toy().to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--quiet",
+        "--set",
+    ];
+    let set = format!("data.pretrained={}", vectors.display());
+    args.push(&set);
+    args.extend_from_slice(SMALL);
+    let o = seqlab(&args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("model.features.word_dim set to 8"), "{err}");
+    assert!(err.contains("pretrained vectors") && err.contains("5 of "), "{err}");
+    let cfg = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(cfg.contains("word_dim = 8"), "{cfg}");
+}

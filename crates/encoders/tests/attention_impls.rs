@@ -1,0 +1,179 @@
+//! The memory-saving attention implementations compute what the dense
+//! formula computes: chunked equals dense, local equals dense with a band
+//! mask; forward values and gradients, with padding.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::AutodiffModule;
+use burn::prelude::*;
+use burn::tensor::{Distribution, TensorData, TensorPrimitive};
+use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
+use encoders::ops::SeqBackend;
+
+type B = NdArray<f32>;
+type AD = Autodiff<NdArray<f32>>;
+
+fn mask<Bk: Backend>(lengths: &[usize], l: usize, dev: &Bk::Device) -> Tensor<Bk, 2, Bool> {
+    let m: Vec<bool> = lengths.iter().flat_map(|&n| (0..l).map(move |i| i < n)).collect();
+    Tensor::from_data(TensorData::new(m, [lengths.len(), l]), dev)
+}
+
+fn values<Bk: Backend, const D: usize>(t: Tensor<Bk, D>) -> Vec<f32> {
+    t.into_data().iter::<f32>().collect()
+}
+
+fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    assert!(worst <= tol, "{what}: max difference {worst} > {tol}");
+}
+
+fn mha<Bk: Backend>(relative: bool, scaled: bool, dev: &Bk::Device) -> MultiHeadAttention<Bk> {
+    MultiHeadConfig { d_query: 16, d_key: 16, heads: 2, head_dim: 8, dropout: 0.0, relative, scaled }.init(dev)
+}
+
+fn plan(imp: AttentionImpl, block: usize, window: usize) -> AttentionPlan {
+    AttentionPlan { imp, block, window }
+}
+
+/// The context of `imp`, and the dense (weights-returning) reference for
+/// the same plan (for local: dense with the band mask).
+fn both<Bk: SeqBackend>(
+    m: &MultiHeadAttention<Bk>,
+    x: Tensor<Bk, 3>,
+    mk: Tensor<Bk, 2, Bool>,
+    p: AttentionPlan,
+) -> (Tensor<Bk, 3>, Tensor<Bk, 3>) {
+    let fast = m.forward(x.clone(), x.clone(), mk.clone(), p, false).context;
+    let reference = m.forward(x.clone(), x, mk, p, true).context;
+    (fast, reference)
+}
+
+#[test]
+fn chunked_forward_equals_dense_with_padding() {
+    let dev = Default::default();
+    B::seed(&dev, 3);
+    let m = mha::<B>(false, true, &dev);
+    for (l, block) in [(13usize, 4usize), (16, 16), (9, 64), (21, 5)] {
+        let x = Tensor::<B, 3>::random([3, l, 16], Distribution::Normal(0.0, 1.0), &dev);
+        let mk = mask::<B>(&[l, l / 2, 1], l, &dev);
+        let (fast, dense) = both(&m, x, mk, plan(AttentionImpl::Chunked, block, 4));
+        assert_close(&values(fast), &values(dense), 1e-5, &format!("L {l} block {block}"));
+    }
+}
+
+#[test]
+fn local_forward_equals_dense_with_a_band_mask() {
+    let dev = Default::default();
+    B::seed(&dev, 4);
+    for relative in [false, true] {
+        let m = mha::<B>(relative, !relative, &dev);
+        for (l, w) in [(13usize, 3usize), (8, 8), (20, 2), (5, 16)] {
+            let x = Tensor::<B, 3>::random([2, l, 16], Distribution::Normal(0.0, 1.0), &dev);
+            let mk = mask::<B>(&[l, (l + 1) / 2], l, &dev);
+            let (fast, dense) = both(&m, x, mk, plan(AttentionImpl::Local, 64, w));
+            assert_close(&values(fast), &values(dense), 1e-5, &format!("relative {relative} L {l} window {w}"));
+        }
+    }
+}
+
+#[test]
+fn a_window_covering_the_sentence_is_plain_attention() {
+    let dev = Default::default();
+    B::seed(&dev, 5);
+    let m = mha::<B>(true, false, &dev);
+    let x = Tensor::<B, 3>::random([2, 7, 16], Distribution::Normal(0.0, 1.0), &dev);
+    let mk = mask::<B>(&[7, 4], 7, &dev);
+    let local = m.forward(x.clone(), x.clone(), mk.clone(), plan(AttentionImpl::Local, 64, 7), false).context;
+    let dense = m.forward(x.clone(), x, mk, AttentionPlan::dense(), true).context;
+    assert_close(&values(local), &values(dense), 1e-5, "window ≥ L");
+}
+
+/// Gradients of every parameter of the attention layer, flattened, for a
+/// fixed random projection of its output.
+fn grads(
+    m: &MultiHeadAttention<AD>,
+    x: Tensor<AD, 3>,
+    mk: Tensor<AD, 2, Bool>,
+    p: AttentionPlan,
+    reference: bool,
+) -> Vec<Vec<f32>> {
+    let dev = x.device();
+    let out = m.forward(x.clone(), x, mk, p, reference).context;
+    let w = Tensor::<AD, 3>::from_data(
+        TensorData::new(
+            (0..out.shape().num_elements()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect::<Vec<_>>(),
+            out.shape(),
+        ),
+        &dev,
+    );
+    let g = (out * w).sum().backward();
+    let ps = [&m.query.weight, &m.key.weight, &m.value.weight, &m.output.weight];
+    let mut all: Vec<Vec<f32>> = ps.iter().map(|p| values(p.val().grad(&g).unwrap())).collect();
+    if let Some(rel) = &m.relative {
+        all.push(values(rel.u.val().grad(&g).unwrap()));
+        all.push(values(rel.v.val().grad(&g).unwrap()));
+    }
+    all
+}
+
+#[test]
+fn chunked_and_local_gradients_equal_the_dense_ones() {
+    let dev = Default::default();
+    AD::seed(&dev, 6);
+    for (imp, relative) in
+        [(AttentionImpl::Chunked, false), (AttentionImpl::Local, false), (AttentionImpl::Local, true)]
+    {
+        let m = mha::<AD>(relative, true, &dev);
+        let x = Tensor::<AD, 3>::random([2, 11, 16], Distribution::Normal(0.0, 1.0), &dev);
+        let mk = mask::<AD>(&[11, 6], 11, &dev);
+        let p = plan(imp, 3, 2);
+        let fast = grads(&m, x.clone(), mk.clone(), p, false);
+        let dense = grads(&m, x, mk, p, true);
+        for (i, (a, b)) in fast.iter().zip(&dense).enumerate() {
+            assert_close(a, b, 1e-4, &format!("{imp:?} relative {relative}: parameter {i}"));
+        }
+    }
+}
+
+#[test]
+fn flash_attention_gives_zeros_for_a_query_without_real_keys() {
+    let dev = Default::default();
+    let q = Tensor::<AD, 4>::random([2, 1, 3, 4], Distribution::Normal(0.0, 10.0), &dev).require_grad();
+    let k = Tensor::<AD, 4>::random([2, 1, 5, 4], Distribution::Normal(0.0, 10.0), &dev).require_grad();
+    let v = Tensor::<AD, 4>::random([2, 1, 5, 4], Distribution::Normal(0.0, 1.0), &dev).require_grad();
+    // Sentence 1 has no real key.
+    let m: Vec<f32> = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0].to_vec();
+    let mk = Tensor::<AD, 4>::from_data(TensorData::new(m, [2, 1, 1, 5]), &dev);
+    let prim = |t: Tensor<AD, 4>| t.into_primitive().tensor();
+    let out: Tensor<AD, 4> = Tensor::from_primitive(TensorPrimitive::Float(AD::flash_attention(
+        prim(q.clone()),
+        prim(k.clone()),
+        prim(v.clone()),
+        prim(mk),
+        0.5,
+        2,
+    )));
+    let o = values(out.clone());
+    assert!(o[12..].iter().all(|&x| x == 0.0), "{o:?}");
+    assert!(o.iter().all(|x| x.is_finite()));
+    let g = out.sum().backward();
+    for t in [q, k, v] {
+        assert!(values(t.grad(&g).unwrap()).iter().all(|x| x.is_finite()), "NaN gradient");
+    }
+}
+
+#[test]
+fn inference_uses_the_same_function_as_training() {
+    // The inner-backend (no autodiff) forward of chunked attention equals the
+    // autodiff one.
+    let dev = Default::default();
+    AD::seed(&dev, 8);
+    let m = mha::<AD>(false, true, &dev);
+    let x = Tensor::<AD, 3>::random([2, 9, 16], Distribution::Normal(0.0, 1.0), &dev);
+    let mk = mask::<AD>(&[9, 4], 9, &dev);
+    let p = plan(AttentionImpl::Chunked, 4, 2);
+    let train = values(m.forward(x.clone(), x.clone(), mk.clone(), p, false).context);
+    let inner = m.valid();
+    let infer = values(inner.forward(x.clone().inner(), x.inner(), mk.inner(), p, false).context);
+    assert_close(&train, &infer, 1e-6, "autodiff vs inner");
+}

@@ -1,0 +1,76 @@
+//! Every parameter of every tagger gets a gradient: a parameter built
+//! without `require_grad` would silently stay at its initial value.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::prelude::*;
+use corpus::batch::{pad, Encoded};
+use corpus::Scheme;
+use encoders::input::tags_tensor;
+use encoders::positional::Position;
+use encoders::{DecoderKind, EncoderKind, TaggerConfig, TaggerInput, TaggerShape};
+
+type AD = Autodiff<NdArray<f32>>;
+
+struct Missing<'a> {
+    grads: &'a <AD as burn::tensor::backend::AutodiffBackend>::Gradients,
+    missing: Vec<String>,
+}
+
+impl ModuleVisitor<AD> for Missing<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AD, D>>) {
+        let g = param.val().grad(self.grads);
+        match g {
+            None => self.missing.push(format!("{:?} {:?}", param.id, param.val().dims())),
+            Some(g) => {
+                let total: f32 = g.abs().sum().into_scalar();
+                if total == 0.0 {
+                    self.missing.push(format!("{:?} {:?} (zero)", param.id, param.val().dims()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_parameter_of_every_tagger_gets_a_gradient() {
+    let dev = Default::default();
+    AD::seed(&dev, 1);
+    let tags = Scheme::Bioes.tag_set(&["X".into()]);
+    let data = vec![
+        Encoded {
+            words: vec![2, 3, 4],
+            chars: vec![vec![2], vec![3, 4], vec![5]],
+            caps: vec![2, 4, 3],
+            tags: Some(vec![1, 3, 0]),
+        },
+        Encoded { words: vec![5, 2], chars: vec![vec![6, 2], vec![2]], caps: vec![1, 2], tags: Some(vec![4, 0]) },
+    ];
+    let batch = pad(&data, &[0, 1]);
+    for (kind, position, decoder) in [
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf),
+        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf),
+        (EncoderKind::Attention, Position::Learned, DecoderKind::Softmax),
+    ] {
+        let mut cfg = TaggerConfig::default();
+        cfg.features.caps_dim = 4;
+        cfg.features.word_dim = 8;
+        cfg.features.dropout = 0.0;
+        cfg.encoder.kind = kind;
+        cfg.encoder.bilstm.hidden = 4;
+        cfg.encoder.bilstm.layers = 2;
+        cfg.encoder.attention.d_model = 8;
+        cfg.encoder.attention.ffn = 8;
+        cfg.encoder.attention.heads = 2;
+        cfg.encoder.attention.position = position;
+        cfg.decoder = decoder;
+        let model = cfg
+            .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
+        let input = TaggerInput::<AD>::from_padded(&batch, &dev);
+        let loss = model.loss(&input, tags_tensor(&batch, &dev).unwrap());
+        let grads = loss.backward();
+        let mut v = Missing { grads: &grads, missing: Vec::new() };
+        model.visit(&mut v);
+        assert!(v.missing.is_empty(), "{kind:?}/{position:?}/{decoder:?}: no gradient for {:?}", v.missing);
+    }
+}
