@@ -17,11 +17,15 @@ pub struct Vectors {
 
 /// Reads the vectors of `wanted` words (all words if `None`). Every line
 /// must have the same dimension; a bad number or a short line is an error
-/// naming file and line.
-pub fn read_vectors(path: &Path, wanted: Option<&HashSet<String>>) -> Result<Vectors> {
+/// naming file and line. With `fold_case`, words are keyed in lowercase
+/// (for a lowercased vocabulary); when a file has both `Paris` and `paris`,
+/// the lowercase line wins, otherwise the first line does.
+pub fn read_vectors(path: &Path, wanted: Option<&HashSet<String>>, fold_case: bool) -> Result<Vectors> {
     let text = read_text(path)?;
     let mut dim: Option<usize> = None;
     let mut vectors = HashMap::new();
+    // Keys whose vector came from a line spelled exactly like the key.
+    let mut exact: HashSet<String> = HashSet::new();
     let mut total = 0;
     for (line, l) in numbered_lines(&text) {
         let mut fields = l.split(' ').filter(|f| !f.is_empty());
@@ -47,7 +51,11 @@ pub fn read_vectors(path: &Path, wanted: Option<&HashSet<String>>) -> Result<Vec
             return Err(CorpusError::at(path, line, "expected a word followed by numbers"));
         }
         total += 1;
-        if wanted.is_some_and(|w| !w.contains(word)) {
+        let key = if fold_case { word.to_lowercase() } else { word.to_string() };
+        if wanted.is_some_and(|w| !w.contains(&key)) || exact.contains(&key) {
+            continue;
+        }
+        if vectors.contains_key(&key) && key != word {
             continue;
         }
         let v = rest
@@ -56,7 +64,10 @@ pub fn read_vectors(path: &Path, wanted: Option<&HashSet<String>>) -> Result<Vec
                 x.parse::<f32>().map_err(|_| CorpusError::at(path, line, format!("expected a number, found `{x}`")))
             })
             .collect::<Result<Vec<f32>>>()?;
-        vectors.entry(word.to_string()).or_insert(v);
+        if key == word {
+            exact.insert(key.clone());
+        }
+        vectors.insert(key, v);
     }
     let dim = dim
         .filter(|_| total > 0)
@@ -73,13 +84,19 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("v.txt");
         std::fs::write(&p, "the 0.1 0.2\nParis 1 2\n").unwrap();
-        let v = read_vectors(&p, None).unwrap();
+        let v = read_vectors(&p, None, false).unwrap();
         assert_eq!((v.dim, v.total), (2, 2));
         assert_eq!(v.vectors["Paris"], vec![1.0, 2.0]);
         std::fs::write(&p, "2 3\na 1 2 3\nb 4 5 6\n").unwrap();
         let wanted: HashSet<String> = ["b".to_string()].into();
-        let v = read_vectors(&p, Some(&wanted)).unwrap();
+        let v = read_vectors(&p, Some(&wanted), false).unwrap();
         assert_eq!((v.dim, v.total, v.vectors.len()), (3, 2, 1));
+        // Case folding: `Paris` serves `paris`; an exact lowercase line wins wherever it is.
+        std::fs::write(&p, "Paris 1 1\nThe 2 2\nthe 3 3\nTHE 4 4\n").unwrap();
+        let v = read_vectors(&p, None, true).unwrap();
+        assert_eq!(v.vectors["paris"], vec![1.0, 1.0]);
+        assert_eq!(v.vectors["the"], vec![3.0, 3.0]);
+        assert_eq!(v.vectors.len(), 2);
     }
 
     #[test]
@@ -87,10 +104,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("v.txt");
         std::fs::write(&p, "a 1 2\nb 1\n").unwrap();
-        let e = read_vectors(&p, None).unwrap_err().to_string();
+        let e = read_vectors(&p, None, false).unwrap_err().to_string();
         assert!(e.contains("v.txt:2: expected a word and 2 numbers"), "{e}");
         std::fs::write(&p, "a 1 x\n").unwrap();
-        let e = read_vectors(&p, None).unwrap_err().to_string();
+        let e = read_vectors(&p, None, false).unwrap_err().to_string();
         assert!(e.contains("v.txt:1: expected a number, found `x`"), "{e}");
     }
 }

@@ -50,11 +50,15 @@ pub struct AttentionPlan {
     pub block: usize,
     /// Half-width of the window (local).
     pub window: usize,
+    /// Dense at inference: run Burn's fused op (flash on CUDA, tiled on
+    /// burn-flex) instead of the plain formula. On by default; off only to
+    /// measure the plain formula (`seqlab bench attention --impl dense`).
+    pub fused: bool,
 }
 
 impl AttentionPlan {
     pub fn dense() -> Self {
-        AttentionPlan { imp: AttentionImpl::Dense, block: 64, window: 16 }
+        AttentionPlan { imp: AttentionImpl::Dense, block: 64, window: 16, fused: true }
     }
 }
 
@@ -154,7 +158,7 @@ impl<B: Backend> MultiHeadAttention<B> {
         let band = (plan.imp == AttentionImpl::Local).then_some(plan.window);
         let (ctx, weights) = match plan.imp {
             _ if want_weights => self.dense(q, k, v, key_mask, band, true),
-            AttentionImpl::Dense if !B::ad_enabled(&q.device()) && self.relative.is_none() => {
+            AttentionImpl::Dense if plan.fused && !B::ad_enabled(&q.device()) && self.relative.is_none() => {
                 (self.fused(q, k, v, key_mask), None)
             }
             AttentionImpl::Dense => self.dense(q, k, v, key_mask, None, false),

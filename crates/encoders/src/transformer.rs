@@ -70,7 +70,7 @@ impl AttentionConfig {
     }
 
     pub fn plan(&self) -> AttentionPlan {
-        AttentionPlan { imp: self.implementation, block: self.block.max(1), window: self.window.max(1) }
+        AttentionPlan { imp: self.implementation, block: self.block.max(1), window: self.window.max(1), fused: true }
     }
 
     /// Settings that cannot work together.
@@ -180,7 +180,7 @@ impl<B: Backend> AttentionEncoder<B> {
     where
         B: SeqBackend,
     {
-        let plan = AttentionPlan { imp: self.implementation, block: self.block, window: self.window };
+        let plan = AttentionPlan { imp: self.implementation, block: self.block, window: self.window, fused: true };
         let mut h = self.input.forward(x); // [B, L, D]
         let [b, l, d] = h.dims();
         let device = h.device();

@@ -32,7 +32,7 @@ fn mha<Bk: Backend>(relative: bool, scaled: bool, dev: &Bk::Device) -> MultiHead
 }
 
 fn plan(imp: AttentionImpl, block: usize, window: usize) -> AttentionPlan {
-    AttentionPlan { imp, block, window }
+    AttentionPlan { imp, block, window, fused: true }
 }
 
 /// The context of `imp`, and the dense (weights-returning) reference for

@@ -107,6 +107,15 @@ impl DeviceArg {
             DeviceArg::Cuda => "cuda (burn-cuda)",
         }
     }
+
+    /// The value `--device` takes for this device.
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            DeviceArg::Cpu => "cpu",
+            DeviceArg::Ndarray => "ndarray",
+            DeviceArg::Cuda => "cuda",
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -134,6 +143,10 @@ pub struct TrainArgs {
     /// No progress bar or per-epoch lines.
     #[arg(long)]
     pub quiet: bool,
+    /// Memory budget (e.g. 8GiB; sets train.max_memory): picks the largest
+    /// batch that fits, or switches dense attention to chunked.
+    #[arg(long)]
+    pub max_memory: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -151,6 +164,12 @@ pub struct EvalArgs {
     pub json: bool,
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: DeviceArg,
+    /// Tag sentences longer than this in overlapping windows (overrides the run's data.max_len; 0: never).
+    #[arg(long)]
+    pub max_len: Option<usize>,
+    /// Step between windows (overrides data.stride; default max_len/2).
+    #[arg(long)]
+    pub stride: Option<usize>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +203,12 @@ pub struct PredictArgs {
     pub format: OutputFormat,
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: DeviceArg,
+    /// Tag sentences longer than this in overlapping windows (overrides the run's data.max_len; 0: never).
+    #[arg(long)]
+    pub max_len: Option<usize>,
+    /// Step between windows (overrides data.stride; default max_len/2).
+    #[arg(long)]
+    pub stride: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -202,6 +227,73 @@ pub struct CompareArgs {
 pub enum BenchCommand {
     /// CRF throughput: NLL forward+backward and Viterbi, sentences/s.
     Crf(BenchCrfArgs),
+    /// One self-attention layer per implementation and length: wall time and
+    /// peak memory, each measurement in a fresh process.
+    Attention(BenchAttentionArgs),
+    /// Training-step memory of a configured tagger: the planner's estimate
+    /// against the measured peak, each in a fresh process.
+    Memory(BenchMemoryArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchAttentionArgs {
+    /// Implementations: dense, chunked, local (and fused: Burn's fused op, inference only).
+    #[arg(long = "impl", value_delimiter = ',', default_value = "dense,chunked,local")]
+    pub imps: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "512,1024,2048,4096,8192")]
+    pub seq_len: Vec<usize>,
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 8)]
+    pub heads: usize,
+    #[arg(long, default_value_t = 512)]
+    pub d_model: usize,
+    /// Keys per block (chunked).
+    #[arg(long, default_value_t = 64)]
+    pub block: usize,
+    /// Half-width of the window (local).
+    #[arg(long, default_value_t = 64)]
+    pub window: usize,
+    /// Forward and backward (else forward only).
+    #[arg(long)]
+    pub train: bool,
+    /// Timed repetitions (the median is reported) after the measured first run.
+    #[arg(long, default_value_t = 3)]
+    pub iters: usize,
+    #[arg(long)]
+    pub json: bool,
+    /// Write a log-log plot of peak memory against length (SVG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+    /// Measure one implementation at one length in this process (used by the parent run).
+    #[arg(long, hide = true)]
+    pub child: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchMemoryArgs {
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "16,32")]
+    pub batch: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_value = "64,128,256")]
+    pub seq_len: Vec<usize>,
+    /// Word vocabulary of the synthetic model.
+    #[arg(long, default_value_t = 20000)]
+    pub words: usize,
+    /// Characters per word in the synthetic batch.
+    #[arg(long, default_value_t = 10)]
+    pub word_len: usize,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+    #[arg(long, hide = true)]
+    pub child: bool,
 }
 
 #[derive(Args, Debug)]

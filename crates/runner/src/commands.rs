@@ -28,6 +28,13 @@ pub fn train(args: TrainArgs) -> Result<()> {
     if let Some(e) = args.epochs {
         cfg.train.epochs = e.max(1);
     }
+    if let Some(m) = args.max_memory {
+        cfg.train.max_memory = m;
+    }
+    let budget = match cfg.train.max_memory.trim() {
+        "" => None,
+        m => Some(crate::memory::parse_bytes(m).context("train.max_memory")?),
+    };
     let ds = Dataset::load(&cfg.data.dir)?;
     let prep = prep::prepare(&mut cfg, &ds)?;
     for n in &prep.notes {
@@ -50,7 +57,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             out.display()
         );
     }
-    dispatch(args.device, TrainJob { cfg, prep, out, quiet: args.quiet })
+    dispatch(args.device, TrainJob { cfg, prep, out, quiet: args.quiet, budget })
 }
 
 struct TrainJob {
@@ -58,6 +65,29 @@ struct TrainJob {
     prep: Prepared,
     out: PathBuf,
     quiet: bool,
+    /// `train.max_memory` in bytes.
+    budget: Option<u64>,
+}
+
+/// Fits the training step into `budget` (see [`crate::memory::plan`]),
+/// printing the decision. On CPU the budget covers the whole process (what
+/// it holds now counts); on a GPU, the tensors of the step.
+fn plan_memory<B: AutodiffBackend>(
+    cfg: &mut RunConfig,
+    prep: &Prepared,
+    budget: u64,
+    device: &B::Device,
+    device_name: &str,
+) -> Result<()> {
+    use burn::module::Module;
+    let params = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device).num_params();
+    let len = prep.train.iter().map(|e| e.len()).max().unwrap_or(1);
+    let word_len = prep.train.iter().flat_map(|e| e.chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
+    let baseline = if device_name.starts_with("cuda") { 0 } else { crate::memory::rss().map_or(0, |r| r.0) };
+    let shape = crate::memory::StepShape { batch: 1, len, word_len, params, tags: prep.vocabs.parsed_tags().len() };
+    let d = crate::memory::plan(cfg, budget, baseline, shape)?;
+    eprintln!("{}", d.message);
+    Ok(())
 }
 
 impl Job for TrainJob {
@@ -65,8 +95,12 @@ impl Job for TrainJob {
     where
         B::InnerBackend: SeqBackend,
     {
+        let mut cfg = self.cfg;
+        if let Some(budget) = self.budget {
+            plan_memory::<B>(&mut cfg, &self.prep, budget, &device, device_name)?;
+        }
         let opts = TrainOptions { out: &self.out, device_name, quiet: self.quiet };
-        let s = train_loop::<B>(&self.cfg, &self.prep, &opts, &device)?;
+        let s = train_loop::<B>(&cfg, &self.prep, &opts, &device)?;
         let f1 =
             |m: &Option<rundir::SplitMetrics>| m.as_ref().map_or("-".to_string(), |m| format!("{:.4}", m.overall.f1));
         println!(
@@ -122,13 +156,24 @@ impl LoadedRun {
         Ok(tagged)
     }
 
+    /// Applies `--max-len` / `--stride` overrides of the window plan.
+    pub fn set_windows(&mut self, max_len: Option<usize>, stride: Option<usize>) {
+        if let Some(m) = max_len {
+            self.cfg.data.max_len = m;
+        }
+        if let Some(s) = stride {
+            self.cfg.data.stride = s;
+        }
+    }
+
     pub fn encode(&self, sentences: &[Sentence]) -> Vec<Encoded> {
         prep::encode_untagged(&self.vocabs, sentences, self.cfg.data.max_word_chars)
     }
 }
 
 pub fn eval(args: EvalArgs) -> Result<()> {
-    let run = LoadedRun::load(&args.run)?;
+    let mut run = LoadedRun::load(&args.run)?;
+    run.set_windows(args.max_len, args.stride);
     let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
     let ds = Dataset::load(&dir)?;
     let split = ds
@@ -150,10 +195,13 @@ impl Job for EvalJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let tagged = self.run.tag::<B>(&self.run.encode(&self.split), false, &device)?.tagged;
+        let TaggedSplit { tagged, windowed } = self.run.tag::<B>(&self.run.encode(&self.split), false, &device)?;
         let counts = score_predictions(&self.split, &tagged);
         if self.json {
-            println!("{}", serde_json::to_string(&counts.report())?);
+            let mut report = serde_json::to_value(counts.report())?;
+            report["sentences"] = self.split.len().into();
+            report["windowed"] = windowed.into();
+            println!("{report}");
         } else {
             print!("{}", counts.conlleval_text());
         }
@@ -162,7 +210,8 @@ impl Job for EvalJob {
 }
 
 pub fn predict(args: PredictArgs) -> Result<()> {
-    let run = LoadedRun::load(&args.run)?;
+    let mut run = LoadedRun::load(&args.run)?;
+    run.set_windows(args.max_len, args.stride);
     let (name, text) = if args.input.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).context("reading standard input")?;

@@ -150,6 +150,10 @@ pub struct TrainConfig {
     /// Stop after the epoch during which this many minutes (training and
     /// evaluation) have passed; 0 means no limit.
     pub max_minutes: f64,
+    /// Memory budget such as "8GiB": before training, the largest batch
+    /// (up to `batch_size`) whose step fits is chosen, or dense attention
+    /// switches to chunked; empty means no budget.
+    pub max_memory: String,
 }
 
 impl Default for TrainConfig {
@@ -171,6 +175,7 @@ impl Default for TrainConfig {
             word_dropout: 0.0,
             eval_every: 1,
             max_minutes: 0.0,
+            max_memory: String::new(),
         }
     }
 }

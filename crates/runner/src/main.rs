@@ -10,6 +10,8 @@ mod compare;
 mod config;
 mod data_cmd;
 mod evaluate;
+mod membench;
+mod memory;
 mod prep;
 mod rundir;
 mod score_cmd;
@@ -83,6 +85,8 @@ fn main() {
         Command::Compare(args) => compare::run(&args),
         Command::Bench { command } => match command {
             BenchCommand::Crf(args) => bench::crf(args),
+            BenchCommand::Attention(args) => membench::attention(args),
+            BenchCommand::Memory(args) => membench::memory(args),
         },
         Command::Score(args) => score_cmd::run(&args),
         Command::Data { command } => match command {

@@ -130,13 +130,17 @@ fn load_pretrained(
     for split in &ds.splits {
         for s in &split.sentences {
             for w in &s.tokens {
-                let n = norm.apply(w);
-                wanted.insert(n.to_lowercase());
-                wanted.insert(n);
+                wanted.insert(norm.apply(w));
             }
         }
     }
-    let vectors = read_vectors(&cfg.data.pretrained, Some(&wanted))?;
+    // A lowercased vocabulary looks up case-folded vectors (`Paris` serves `paris`);
+    // a cased one looks up the exact word, then its lowercase form (GloVe is lowercase).
+    let fold = norm.lowercase;
+    if !fold {
+        wanted.extend(wanted.iter().map(|w| w.to_lowercase()).collect::<Vec<_>>());
+    }
+    let vectors = read_vectors(&cfg.data.pretrained, Some(&wanted), fold)?;
     let lookup = |w: &str| vectors.vectors.get(w).or_else(|| vectors.vectors.get(&w.to_lowercase()));
     for split in ds.splits.iter().filter(|s| s.name != SplitName::Train) {
         for s in &split.sentences {

@@ -28,14 +28,14 @@ use std::path::Path;
 use std::time::Instant;
 
 /// The optimizers a config can name.
-enum Opt<B: AutodiffBackend> {
+pub(crate) enum Opt<B: AutodiffBackend> {
     Adam(OptimizerAdaptor<Adam, Tagger<B>, B>),
     AdamW(OptimizerAdaptor<AdamW, Tagger<B>, B>),
     Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, Tagger<B>, B>),
 }
 
 impl<B: AutodiffBackend> Opt<B> {
-    fn new(cfg: &RunConfig) -> Self {
+    pub(crate) fn new(cfg: &RunConfig) -> Self {
         let t = &cfg.train;
         let clip = (t.grad_clip > 0.0).then(|| GradientClippingConfig::Norm(t.grad_clip as f32));
         let decay = (t.weight_decay > 0.0).then(|| WeightDecayConfig::new(t.weight_decay as f32));
@@ -56,7 +56,7 @@ impl<B: AutodiffBackend> Opt<B> {
         }
     }
 
-    fn step(&mut self, lr: f64, model: Tagger<B>, grads: GradientsParams) -> Tagger<B> {
+    pub(crate) fn step(&mut self, lr: f64, model: Tagger<B>, grads: GradientsParams) -> Tagger<B> {
         match self {
             Opt::Adam(o) => o.step(lr, model, grads),
             Opt::AdamW(o) => o.step(lr, model, grads),
