@@ -255,3 +255,42 @@ fn pretrained_vectors_initialise_words_and_coverage_is_reported() {
     let cfg = std::fs::read_to_string(run.join("config.toml")).unwrap();
     assert!(cfg.contains("word_dim = 8"), "{cfg}");
 }
+
+#[test]
+fn memory_budget_is_planned_and_reported() {
+    let work = tempfile::tempdir().unwrap();
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/attention-crf.toml");
+    let run = work.path().join("run");
+    let base = [
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--data",
+        toy().to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--quiet",
+    ];
+    // Far too small: a clear error before any training.
+    let mut args = base.to_vec();
+    args.extend(["--max-memory", "1MiB"]);
+    args.extend_from_slice(SMALL);
+    let o = seqlab(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not fit in 1 MiB") && err.contains("--max-memory"), "{err}");
+    assert!(!run.join("model.ckpt").exists());
+    // Ample: the configured batch is kept, and the decision is printed.
+    let mut args = base.to_vec();
+    args.extend(["--max-memory", "64GiB"]);
+    args.extend_from_slice(SMALL);
+    let err = String::from_utf8_lossy(&seqlab(&args).stderr).to_string();
+    assert!(err.contains("memory plan for 64.00 GiB: keeping the configured settings"), "{err}");
+    // A budget that is not a size.
+    let mut args = base.to_vec();
+    args.extend(["--max-memory", "lots"]);
+    let o = seqlab(&args);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected a size such as 8GiB"));
+}
