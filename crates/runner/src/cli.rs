@@ -32,6 +32,12 @@ pub enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Attention pictures for one sentence: per-head heatmaps, a clustered
+    /// heatmap, a focus token's attention, and index.html.
+    Visualize(VisualizeArgs),
+    /// Attention head diagnostics over a split: entropy, boundary share,
+    /// distance, redundancy; collapsed heads flagged; writes heads.csv.
+    Heads(HeadsArgs),
     /// Score a file in conlleval format (…, gold tag, predicted tag per line).
     Score(ScoreArgs),
     /// Generate or describe datasets.
@@ -147,6 +153,61 @@ pub struct TrainArgs {
     /// batch that fits, or switches dense attention to chunked.
     #[arg(long)]
     pub max_memory: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct VisualizeArgs {
+    /// A run folder of an attention tagger.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// The sentence (0-based) of --split to show.
+    #[arg(long, conflicts_with = "text")]
+    pub sentence: Option<usize>,
+    #[arg(long, default_value = "test")]
+    pub split: corpus::SplitName,
+    /// Text to tag and show instead (whitespace-separated tokens; Chinese
+    /// text without spaces is split into characters).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Dataset folder for --sentence (default: the run's).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Layer, 0-based (default: the last).
+    #[arg(long)]
+    pub layer: Option<usize>,
+    /// Heads to draw: `all` or a list such as 0,2.
+    #[arg(long, default_value = "all")]
+    pub heads: String,
+    /// Focus token: an index or the token itself (default: the most attended).
+    #[arg(long)]
+    pub focus: Option<String>,
+    /// At most this many tokens on an axis (a window around the focus).
+    #[arg(long, default_value_t = 50)]
+    pub max_tokens: usize,
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HeadsArgs {
+    /// A run folder of an attention tagger.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Dataset folder (default: the run's).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    #[arg(long, default_value = "dev")]
+    pub split: corpus::SplitName,
+    /// One JSON object per head instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Where heads.csv goes (default: the run folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
 }
 
 #[derive(Args, Debug)]

@@ -1,6 +1,6 @@
 //! `seqlab train`, `seqlab eval`, `seqlab predict`.
 
-use crate::cli::{EvalArgs, InputFormat, OutputFormat, PredictArgs, TrainArgs};
+use crate::cli::{EvalArgs, HeadsArgs, InputFormat, OutputFormat, PredictArgs, TrainArgs, VisualizeArgs};
 use crate::config::{self, RunConfig};
 use crate::evaluate::{score_predictions, tag_all, TaggedSplit};
 use crate::prep::{self, Prepared};
@@ -364,4 +364,230 @@ impl Job for PredictJob {
 fn join_tokens(tokens: &[String]) -> String {
     let cjk = tokens.iter().all(|t| t.chars().count() == 1 && !t.is_ascii());
     tokens.join(if cjk { "" } else { " " })
+}
+
+pub fn heads(args: HeadsArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
+        anyhow::bail!("{}: a {} tagger has no attention heads", args.run.display(), encoder_name(&run.cfg));
+    }
+    let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
+    let ds = Dataset::load(&dir)?;
+    let split = ds
+        .split(args.split)
+        .with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?
+        .sentences
+        .clone();
+    let out = args.out.clone().unwrap_or_else(|| args.run.clone());
+    dispatch(args.device, HeadsJob { run, split, json: args.json, out })
+}
+
+struct HeadsJob {
+    run: LoadedRun,
+    split: Vec<Sentence>,
+    json: bool,
+    out: PathBuf,
+}
+
+impl Job for HeadsJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let model = build_model::<B::InnerBackend>(&self.run.cfg, &self.run.vocabs, None, &device);
+        let model = rundir::load_module::<B::InnerBackend, _>(model, &self.run.dir.join(rundir::MODEL), &device)?;
+        let tokens: Vec<Vec<String>> = self.split.iter().map(|s| s.tokens.clone()).collect();
+        let stats = crate::heads::diagnose(&model, &self.run.encode(&self.split), &tokens, &device);
+        write_heads_csv(&self.out.join("heads.csv"), &stats)?;
+        if self.json {
+            for h in &stats {
+                println!("{}", serde_json::to_string(h)?);
+            }
+        } else {
+            print!("{}", crate::heads::table(&stats));
+            println!("{} sentences; wrote {}", self.split.len(), self.out.join("heads.csv").display());
+        }
+        if let Some(w) = crate::heads::collapse_warning(&stats) {
+            eprintln!("warning: {w}");
+        }
+        Ok(())
+    }
+}
+
+/// `heads.csv`: one row per head.
+pub fn write_heads_csv(path: &Path, stats: &[crate::heads::HeadStats]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for h in stats {
+        w.serialize(h)?;
+    }
+    corpus::io::write_atomic(path, w.into_inner()?)?;
+    Ok(())
+}
+
+/// The tokens of `--text`: whitespace-separated, or one per character for
+/// Chinese (CJK) text written without spaces.
+pub fn text_tokens(text: &str) -> Vec<String> {
+    let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    let cjk = |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
+    if words.len() == 1 && words[0].chars().count() > 1 && words[0].chars().any(cjk) {
+        words[0].chars().map(|c| c.to_string()).collect()
+    } else {
+        words
+    }
+}
+
+pub fn visualize(args: VisualizeArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
+        anyhow::bail!("{}: a {} tagger has no attention to draw", args.run.display(), encoder_name(&run.cfg));
+    }
+    let (tokens, label) = match (&args.text, args.sentence) {
+        (Some(t), _) => (text_tokens(t), "text".to_string()),
+        (None, Some(n)) => {
+            let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
+            let ds = Dataset::load(&dir)?;
+            let split =
+                ds.split(args.split).with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?;
+            let s = split.sentences.get(n).with_context(|| {
+                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.sentences.len())
+            })?;
+            (s.tokens.clone(), format!("{} sentence {n}", args.split.as_str()))
+        }
+        (None, None) => anyhow::bail!("give --sentence N (of --split) or --text \"…\""),
+    };
+    if tokens.is_empty() {
+        anyhow::bail!("nothing to show: the sentence has no tokens");
+    }
+    dispatch(args.device, VisualizeJob { run, tokens, label, args })
+}
+
+struct VisualizeJob {
+    run: LoadedRun,
+    tokens: Vec<String>,
+    label: String,
+    args: VisualizeArgs,
+}
+
+impl Job for VisualizeJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        use crate::visualize as vis;
+        let VisualizeJob { run, tokens, label, args } = self;
+        let model = build_model::<B::InnerBackend>(&run.cfg, &run.vocabs, None, &device);
+        let model = rundir::load_module::<B::InnerBackend, _>(model, &run.dir.join(rundir::MODEL), &device)?;
+        let sentence = Sentence { tokens: tokens.clone(), tags: Vec::new(), doc: 0, line: 1 };
+        let encoded = run.encode(std::slice::from_ref(&sentence));
+        let tags: Vec<String> = crate::evaluate::tag_all(
+            &model,
+            &run.vocabs,
+            &encoded,
+            crate::evaluate::Windows { max_len: 0, stride: 0 },
+            false,
+            &device,
+        )
+        .tagged[0]
+            .tags
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let batch = corpus::batch::pad(&encoded, &[0]);
+        let input = encoders::TaggerInput::<B::InnerBackend>::from_padded(&batch, &device);
+        let layers = model.forward(&input, true).attention;
+        let layer = args.layer.unwrap_or(layers.len().saturating_sub(1));
+        let w = layers
+            .get(layer)
+            .with_context(|| format!("--layer {layer}: the model has layers 0–{}", layers.len().saturating_sub(1)))?
+            .clone();
+        let [_, h, l, _] = w.dims();
+        let w: Vec<f32> = w.into_data().iter::<f32>().collect(); // [1, H, L, L]
+        let heads: Vec<usize> = if args.heads == "all" {
+            (0..h).collect()
+        } else {
+            args.heads
+                .split(',')
+                .map(|x| {
+                    x.trim().parse::<usize>().ok().filter(|&i| i < h).with_context(|| {
+                        format!("--heads `{x}`: expected `all` or head numbers below {h}, separated by commas")
+                    })
+                })
+                .collect::<Result<_>>()?
+        };
+        let at = |head: usize, i: usize, j: usize| w[(head * l + i) * l + j];
+        let focus = match &args.focus {
+            Some(f) => match f.parse::<usize>() {
+                Ok(i) if i < l => i,
+                _ => tokens.iter().position(|t| t == f).with_context(|| {
+                    format!("--focus `{f}`: neither a token index below {l} nor a token of the sentence")
+                })?,
+            },
+            // The token that receives the most attention, over the drawn heads.
+            None => (0..l)
+                .max_by(|&a, &b| {
+                    let got = |j| heads.iter().map(|&hd| (0..l).map(|i| at(hd, i, j)).sum::<f32>()).sum::<f32>();
+                    got(a).total_cmp(&got(b))
+                })
+                .unwrap_or(0),
+        };
+        let (range, note) = vis::visible_range(l, args.max_tokens, focus);
+        let labels: Vec<String> = range.clone().map(|i| format!("{i}:{}", tokens[i])).collect();
+        std::fs::create_dir_all(&args.out)?;
+        let suffix = if note.is_empty() { String::new() } else { format!(" ({note})") };
+        let mut images = Vec::new();
+        let sub = |head: usize| -> Vec<f32> {
+            range.clone().flat_map(|i| range.clone().map(move |j| (i, j))).map(|(i, j)| at(head, i, j)).collect()
+        };
+        for &hd in &heads {
+            let name = format!("layer{layer}-head{hd}.svg");
+            let title = format!("layer {layer}, head {hd}: rows attend to columns{suffix}");
+            vis::write(&args.out, &name, &vis::heatmap_svg(&title, &sub(hd), &labels, &labels))?;
+            images.push((format!("layer {layer}, head {hd}"), name));
+        }
+        // The mean of the drawn heads, rows and columns reordered by clustering.
+        let n = range.len();
+        let subs: Vec<Vec<f32>> = heads.iter().map(|&hd| sub(hd)).collect();
+        let mean: Vec<f32> = (0..n * n).map(|k| subs.iter().map(|m| m[k]).sum::<f32>() / heads.len() as f32).collect();
+        let row_order = vis::cluster_order(&mean, n, n);
+        let transposed: Vec<f32> = (0..n * n).map(|k| mean[(k % n) * n + k / n]).collect();
+        let col_order = vis::cluster_order(&transposed, n, n);
+        let clustered: Vec<f32> =
+            row_order.iter().flat_map(|&i| col_order.iter().map(|&j| mean[i * n + j]).collect::<Vec<_>>()).collect();
+        let name = format!("layer{layer}-clustered.svg");
+        vis::write(
+            &args.out,
+            &name,
+            &vis::heatmap_svg(
+                &format!("layer {layer}, mean of {} heads, clustered rows and columns{suffix}", heads.len()),
+                &clustered,
+                &row_order.iter().map(|&i| labels[i].clone()).collect::<Vec<_>>(),
+                &col_order.iter().map(|&j| labels[j].clone()).collect::<Vec<_>>(),
+            ),
+        )?;
+        images.push((format!("layer {layer}, clustered mean of the heads"), name));
+        let order = serde_json::json!({
+            "rows": row_order.iter().map(|&i| range.start + i).collect::<Vec<_>>(),
+            "cols": col_order.iter().map(|&j| range.start + j).collect::<Vec<_>>(),
+        });
+        vis::write(&args.out, &format!("layer{layer}-clustered-order.json"), &format!("{order}\n"))?;
+        // What the focus token looks at, per head.
+        for &hd in &heads {
+            let name = format!("layer{layer}-head{hd}-focus.svg");
+            let values: Vec<f32> = range.clone().map(|j| at(hd, focus, j)).collect();
+            let title =
+                format!("what \"{}\" (token {focus}) attends to: layer {layer}, head {hd}{suffix}", tokens[focus]);
+            vis::write(&args.out, &name, &vis::bars_svg(&title, &values, &labels))?;
+            images.push((format!("\"{}\", head {hd}", tokens[focus]), name));
+        }
+        let title = format!("{}: {label}", run.cfg.name);
+        let html =
+            vis::index_html(&vis::Page { title: &title, tokens: &tokens, tags: &tags, note: &note, images: &images });
+        vis::write(&args.out, "index.html", &html)?;
+        println!(
+            "{} pictures of layer {layer} for {label} ({l} tokens) -> {}",
+            images.len(),
+            args.out.join("index.html").display()
+        );
+        Ok(())
+    }
 }

@@ -10,12 +10,14 @@ mod compare;
 mod config;
 mod data_cmd;
 mod evaluate;
+mod heads;
 mod membench;
 mod memory;
 mod prep;
 mod rundir;
 mod score_cmd;
 mod train;
+mod visualize;
 
 use anyhow::Result;
 use burn::backend::Autodiff;
@@ -88,6 +90,8 @@ fn main() {
             BenchCommand::Attention(args) => membench::attention(args),
             BenchCommand::Memory(args) => membench::memory(args),
         },
+        Command::Heads(args) => commands::heads(args),
+        Command::Visualize(args) => commands::visualize(args),
         Command::Score(args) => score_cmd::run(&args),
         Command::Data { command } => match command {
             DataCommand::Toy(args) => data_cmd::toy(&args),

@@ -246,6 +246,15 @@ where
             )?;
         }
     }
+    // Head diagnostics on dev: heads.csv, and a warning when half the heads collapsed.
+    if let (encoders::EncoderKind::Attention, Some(dev)) = (cfg.model.encoder.kind, dev) {
+        let tokens: Vec<Vec<String>> = dev.sentences.iter().map(|s| s.tokens.clone()).collect();
+        let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device);
+        crate::commands::write_heads_csv(&out.join("heads.csv"), &stats)?;
+        if let Some(w) = crate::heads::collapse_warning(&stats) {
+            eprintln!("warning: {w}");
+        }
+    }
     let [dev_m, test_m] = metrics;
     let summary = Summary {
         name: cfg.name.clone(),

@@ -201,6 +201,79 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
     assert!(csv.lines().next().unwrap().contains("test_f1_PER"));
     let svg = std::fs::read_to_string(out.join("dev-f1.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("attention-softmax"), "plot lacks a run label");
+    // Head diagnostics: written at the end of training, and on demand.
+    for run in &runs {
+        let csv = std::fs::read_to_string(run.join("heads.csv")).unwrap();
+        assert!(csv.starts_with("layer,head,entropy,boundary_share,distance,redundancy,collapsed,queries"), "{csv}");
+        assert_eq!(csv.lines().count(), 1 + 2 * 4, "2 layers × 4 heads:\n{csv}");
+    }
+    let heads_out = work.path().join("heads");
+    std::fs::create_dir(&heads_out).unwrap();
+    let lines = ok(seqlab(&[
+        "heads",
+        "--run",
+        runs[0].to_str().unwrap(),
+        "--split",
+        "test",
+        "--json",
+        "--out",
+        heads_out.to_str().unwrap(),
+    ]));
+    let heads: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(heads.len(), 8);
+    for h in &heads {
+        for k in ["entropy", "boundary_share", "redundancy"] {
+            let v = h[k].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{k} = {v}: {h}");
+        }
+        assert!(h["distance"].as_f64().unwrap() >= 0.0 && h["queries"].as_u64().unwrap() > 0);
+    }
+    assert!(heads_out.join("heads.csv").is_file());
+    // Pictures of one sentence, and of Chinese text (split into characters).
+    let vis = work.path().join("vis");
+    let out = ok(seqlab(&[
+        "visualize",
+        "--run",
+        runs[1].to_str().unwrap(),
+        "--text",
+        "人工智能改变了北京的大学和上海的公司",
+        "--focus",
+        "智",
+        "--max-tokens",
+        "6",
+        "--out",
+        vis.to_str().unwrap(),
+    ]));
+    assert!(out.contains("index.html"), "{out}");
+    let html = std::fs::read_to_string(vis.join("index.html")).unwrap();
+    assert!(html.contains("<td>人</td>"), "predicted tags table lacks the tokens");
+    let srcs: Vec<&str> = html.split("src=\"").skip(1).map(|s| s.split('"').next().unwrap()).collect();
+    assert_eq!(srcs.len(), 4 + 1 + 4, "4 heads, the clustered mean, 4 focus charts: {srcs:?}");
+    for src in &srcs {
+        let svg = std::fs::read_to_string(vis.join(src)).unwrap_or_else(|_| panic!("index.html names a missing {src}"));
+        assert!(svg.starts_with("<svg") && svg.contains("Noto Sans CJK SC"));
+        assert!(svg.matches(r#"class="col""#).count() <= 6, "{src} has more than --max-tokens labels");
+        assert!(svg.contains(":智</text>"), "{src} lacks the CJK label as text");
+    }
+    let heat = std::fs::read_to_string(vis.join("layer1-head0.svg")).unwrap();
+    assert!(heat.contains("omitted tokens 6–17"), "the title must say what is left out");
+    let order: serde_json::Value = json(&vis.join("layer1-clustered-order.json"));
+    let mut rows: Vec<u64> = order["rows"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    rows.sort();
+    assert_eq!(rows, (0..6).collect::<Vec<u64>>());
+    // Errors: a BiLSTM run has no attention; a focus that is not in the sentence.
+    let o = seqlab(&[
+        "visualize",
+        "--run",
+        runs[1].to_str().unwrap(),
+        "--text",
+        "a b",
+        "--focus",
+        "zzz",
+        "--out",
+        vis.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--focus `zzz`"));
 }
 
 #[test]
@@ -215,6 +288,9 @@ fn bad_config_key_and_missing_data_are_clear_errors() {
     let o = seqlab(&["train", "--data", work.path().join("nope").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
+    let o = seqlab(&["heads", "--run", work.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a seqlab run folder"));
 }
 
 #[test]

@@ -1,0 +1,301 @@
+//! Attention head diagnostics over a split: per layer and head, how spread
+//! out the attention is (entropy), how much of it lands on boundaries (the
+//! first and last real token, punctuation and separators), how far it
+//! reaches, and how much the head duplicates another one. Heads that put
+//! most of their attention on boundaries, or whose attention is one-hot or
+//! uniform, are flagged as collapsed.
+
+use crate::evaluate::EVAL_BATCH;
+use corpus::batch::{pad, plan_batches, Encoded};
+use encoders::ops::SeqBackend;
+use encoders::{Tagger, TaggerInput};
+use serde::Serialize;
+
+/// A head is collapsed when this share of its attention or more is on boundary tokens…
+pub const BOUNDARY_LIMIT: f64 = 0.5;
+/// …or when its normalised entropy is at most this (one-hot) or at least 1 − this (uniform).
+pub const ENTROPY_MARGIN: f64 = 0.05;
+
+/// Figures of one head, averaged over every real query token of the split.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeadStats {
+    pub layer: usize,
+    pub head: usize,
+    /// Mean entropy of a query's attention, divided by log(sentence length): 0 one-hot, 1 uniform.
+    pub entropy: f64,
+    /// Mean share of attention on the first and last real token and on punctuation/separators.
+    pub boundary_share: f64,
+    /// Mean |i − j| weighted by attention, in tokens.
+    pub distance: f64,
+    /// Mean Jensen–Shannon divergence (base 2, 0 … 1) to the most similar other head of the layer; 0 = a duplicate.
+    pub redundancy: f64,
+    pub collapsed: bool,
+    /// Query tokens averaged over.
+    pub queries: usize,
+}
+
+/// True for tokens that are punctuation or separators (ASCII and CJK
+/// punctuation, `[SEP]`-like markers).
+pub fn is_boundary_token(token: &str) -> bool {
+    const CJK: &str = "，。、；：？！「」『』（）《》〈〉【】“”‘’…—·～";
+    token.starts_with('[') && token.ends_with(']') && token.len() > 2
+        || !token.is_empty() && token.chars().all(|c| c.is_ascii_punctuation() || CJK.contains(c))
+}
+
+/// Running sums for every head of every layer.
+pub struct HeadAccumulator {
+    layers: usize,
+    heads: usize,
+    entropy: Vec<f64>,
+    boundary: Vec<f64>,
+    distance: Vec<f64>,
+    /// `[layer][h][g]` summed JS divergence between heads h and g.
+    js: Vec<f64>,
+    /// Query rows counted for entropy (sentences of one token have no entropy).
+    entropy_rows: Vec<usize>,
+    rows: Vec<usize>,
+}
+
+fn entropy(p: &[f64]) -> f64 {
+    p.iter().filter(|&&x| x > 0.0).map(|&x| -x * x.ln()).sum()
+}
+
+/// Jensen–Shannon divergence in bits (0 … 1).
+fn js_divergence(p: &[f64], q: &[f64]) -> f64 {
+    let m: Vec<f64> = p.iter().zip(q).map(|(a, b)| 0.5 * (a + b)).collect();
+    let kl = |x: &[f64]| -> f64 {
+        x.iter().zip(&m).filter(|(a, _)| **a > 0.0).map(|(a, mm)| a * (a / mm).ln()).sum::<f64>()
+    };
+    ((0.5 * kl(p) + 0.5 * kl(q)) / std::f64::consts::LN_2).clamp(0.0, 1.0)
+}
+
+impl HeadAccumulator {
+    pub fn new(layers: usize, heads: usize) -> Self {
+        let n = layers * heads;
+        HeadAccumulator {
+            layers,
+            heads,
+            entropy: vec![0.0; n],
+            boundary: vec![0.0; n],
+            distance: vec![0.0; n],
+            js: vec![0.0; n * heads],
+            entropy_rows: vec![0; n],
+            rows: vec![0; n],
+        }
+    }
+
+    /// Adds one sentence of one layer: `weights` holds `[H, lp, lp]` (a
+    /// padded length `lp`), of which the first `boundary.len()` rows and
+    /// columns are real; `boundary[j]` marks boundary tokens other than the
+    /// first and last, which always count.
+    pub fn add(&mut self, layer: usize, weights: &[f32], lp: usize, boundary: &[bool]) {
+        let len = boundary.len();
+        if len == 0 {
+            return;
+        }
+        let row = |h: usize, i: usize| -> Vec<f64> {
+            let at = (h * lp + i) * lp;
+            let r: Vec<f64> = weights[at..at + len].iter().map(|&x| x.max(0.0) as f64).collect();
+            let s: f64 = r.iter().sum();
+            if s > 0.0 {
+                r.into_iter().map(|x| x / s).collect()
+            } else {
+                r
+            }
+        };
+        let is_boundary = |j: usize| j == 0 || j + 1 == len || boundary[j];
+        for i in 0..len {
+            let rows: Vec<Vec<f64>> = (0..self.heads).map(|h| row(h, i)).collect();
+            for (h, p) in rows.iter().enumerate() {
+                let k = layer * self.heads + h;
+                if len > 1 {
+                    self.entropy[k] += entropy(p) / (len as f64).ln();
+                    self.entropy_rows[k] += 1;
+                }
+                self.boundary[k] += p.iter().enumerate().filter(|(j, _)| is_boundary(*j)).map(|(_, x)| x).sum::<f64>();
+                self.distance[k] += p.iter().enumerate().map(|(j, x)| x * i.abs_diff(j) as f64).sum::<f64>();
+                self.rows[k] += 1;
+                for (g, q) in rows.iter().enumerate().skip(h + 1) {
+                    let d = js_divergence(p, q);
+                    self.js[k * self.heads + g] += d;
+                    self.js[(layer * self.heads + g) * self.heads + h] += d;
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) -> Vec<HeadStats> {
+        let mut out = Vec::new();
+        for layer in 0..self.layers {
+            for head in 0..self.heads {
+                let k = layer * self.heads + head;
+                let n = self.rows[k].max(1) as f64;
+                let entropy =
+                    if self.entropy_rows[k] > 0 { self.entropy[k] / self.entropy_rows[k] as f64 } else { 0.0 };
+                let redundancy = (0..self.heads)
+                    .filter(|&g| g != head)
+                    .map(|g| self.js[k * self.heads + g] / n)
+                    .fold(f64::INFINITY, f64::min);
+                let boundary_share = self.boundary[k] / n;
+                out.push(HeadStats {
+                    layer,
+                    head,
+                    entropy,
+                    boundary_share,
+                    distance: self.distance[k] / n,
+                    redundancy: if redundancy.is_finite() { redundancy } else { 1.0 },
+                    collapsed: boundary_share > BOUNDARY_LIMIT
+                        || entropy <= ENTROPY_MARGIN
+                        || entropy >= 1.0 - ENTROPY_MARGIN,
+                    queries: self.rows[k],
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Runs `model` over `data` (with `tokens`, the words of each sentence) and
+/// returns the diagnostics of every head; empty for models without attention.
+pub fn diagnose<B: SeqBackend>(
+    model: &Tagger<B>,
+    data: &[Encoded],
+    tokens: &[Vec<String>],
+    device: &B::Device,
+) -> Vec<HeadStats> {
+    let lengths: Vec<usize> = data.iter().map(Encoded::len).collect();
+    let mut acc: Option<HeadAccumulator> = None;
+    for ids in plan_batches(&lengths, EVAL_BATCH, None) {
+        let batch = pad(data, &ids);
+        let input = TaggerInput::<B>::from_padded(&batch, device);
+        let layers = model.forward(&input, true).attention;
+        for (layer, w) in layers.into_iter().enumerate() {
+            let [b, h, lp, _] = w.dims();
+            let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model_layers(model), h));
+            let values: Vec<f32> = w.into_data().iter::<f32>().collect();
+            for (s, &i) in ids.iter().enumerate().take(b) {
+                let boundary: Vec<bool> = tokens[i].iter().map(|t| is_boundary_token(t)).collect();
+                let start = s * h * lp * lp;
+                acc.add(layer, &values[start..start + h * lp * lp], lp, &boundary[..lengths[i].min(boundary.len())]);
+            }
+        }
+    }
+    acc.map(|a| a.finish()).unwrap_or_default()
+}
+
+fn model_layers<B: SeqBackend>(model: &Tagger<B>) -> usize {
+    match &model.encoder {
+        encoders::tagger::Encoder::Attention(a) => a.blocks.len(),
+        _ => 0,
+    }
+}
+
+/// The heads of `stats` flagged as collapsed, if half of them or more are.
+pub fn collapse_warning(stats: &[HeadStats]) -> Option<String> {
+    let flagged = stats.iter().filter(|s| s.collapsed).count();
+    (!stats.is_empty() && 2 * flagged >= stats.len()).then(|| {
+        format!(
+            "{flagged} of {} attention heads look collapsed (boundary share > {BOUNDARY_LIMIT}, or entropy near 0 or 1); fewer, wider heads (a smaller model.encoder.attention.heads at the same d_model) often train better — see `seqlab heads`",
+            stats.len()
+        )
+    })
+}
+
+/// The table `seqlab heads` prints.
+pub fn table(stats: &[HeadStats]) -> String {
+    let mut s = format!(
+        "{:>5} {:>4} {:>8} {:>9} {:>9} {:>10}  {}\n",
+        "layer", "head", "entropy", "boundary", "distance", "redundancy", "flag"
+    );
+    for h in stats {
+        s += &format!(
+            "{:>5} {:>4} {:>8.3} {:>9.3} {:>9.2} {:>10.3}  {}\n",
+            h.layer,
+            h.head,
+            h.entropy,
+            h.boundary_share,
+            h.distance,
+            h.redundancy,
+            if h.collapsed { "collapsed" } else { "" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[H, L, L]` weights from one row pattern per head.
+    fn weights(heads: &[fn(usize, usize, usize) -> f32], l: usize) -> Vec<f32> {
+        heads.iter().flat_map(|f| (0..l).flat_map(move |i| (0..l).map(move |j| f(i, j, l)))).collect()
+    }
+
+    fn stats(heads: &[fn(usize, usize, usize) -> f32], l: usize) -> Vec<HeadStats> {
+        let mut acc = HeadAccumulator::new(1, heads.len());
+        acc.add(0, &weights(heads, l), l, &vec![false; l]);
+        acc.finish()
+    }
+
+    #[test]
+    fn uniform_attention_has_entropy_one_and_is_flagged() {
+        let s = stats(&[|_, _, l| 1.0 / l as f32, |i, j, _| f32::from(i == j)], 8);
+        assert!((s[0].entropy - 1.0).abs() < 1e-9, "{:?}", s[0]);
+        assert!(s[0].collapsed);
+        // Attending to itself: entropy 0, distance 0 (one-hot is flagged too).
+        assert!(s[1].entropy.abs() < 1e-12 && s[1].distance == 0.0 && s[1].collapsed, "{:?}", s[1]);
+        // Uniform over 8: boundary share = 2/8, mean distance = mean |i − j|.
+        assert!((s[0].boundary_share - 0.25).abs() < 1e-9);
+        let mean_d: f64 =
+            (0..8).flat_map(|i: usize| (0..8).map(move |j: usize| i.abs_diff(j) as f64)).sum::<f64>() / 64.0;
+        assert!((s[0].distance - mean_d).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_hot_on_the_first_token_is_all_boundary() {
+        let s = stats(&[|_, j, _| f32::from(j == 0), |i, j, l| f32::from(j == (i + 1) % l)], 6);
+        assert!((s[0].boundary_share - 1.0).abs() < 1e-12 && s[0].collapsed);
+        // The shifted head looks at a boundary only from the rows next to them.
+        assert!(s[1].boundary_share < 0.5);
+    }
+
+    #[test]
+    fn identical_heads_are_redundant_and_different_heads_are_not() {
+        let s = stats(&[|i, j, _| f32::from(i == j), |i, j, _| f32::from(i == j), |_, j, _| f32::from(j == 0)], 5);
+        assert!(s[0].redundancy.abs() < 1e-12 && s[1].redundancy.abs() < 1e-12, "{s:?}");
+        // Disjoint one-hot rows differ by 1 bit except on row 0, where they agree.
+        assert!((s[2].redundancy - 0.8).abs() < 1e-9, "{:?}", s[2]);
+    }
+
+    #[test]
+    fn padding_and_punctuation() {
+        // A sentence of 4 real tokens in a padded length of 6, weights on padding ignored.
+        let l = 6;
+        let w: Vec<f32> = (0..l).flat_map(|_| (0..l).map(|j| if j < 4 { 0.25 } else { 9.0 })).collect();
+        let mut acc = HeadAccumulator::new(1, 1);
+        acc.add(0, &w, l, &[false, true, false, false]);
+        let s = &acc.finish()[0];
+        assert_eq!(s.queries, 4);
+        assert!((s.entropy - 1.0).abs() < 1e-9);
+        assert!((s.boundary_share - 0.75).abs() < 1e-9, "{s:?}");
+        assert!(is_boundary_token(",") && is_boundary_token("。") && is_boundary_token("[SEP]"));
+        assert!(!is_boundary_token("Paris") && !is_boundary_token("人工智能") && !is_boundary_token("U.S."));
+    }
+
+    #[test]
+    fn warning_when_half_collapse() {
+        let mk = |collapsed| HeadStats {
+            layer: 0,
+            head: 0,
+            entropy: 0.5,
+            boundary_share: 0.1,
+            distance: 1.0,
+            redundancy: 0.5,
+            collapsed,
+            queries: 1,
+        };
+        assert!(collapse_warning(&[mk(true), mk(false)]).is_some());
+        assert!(collapse_warning(&[mk(true), mk(false), mk(false)]).is_none());
+        assert!(collapse_warning(&[]).is_none());
+    }
+}
