@@ -35,6 +35,8 @@ pub enum Command {
     /// Attention pictures for one sentence: per-head heatmaps, a clustered
     /// heatmap, a focus token's attention, and index.html.
     Visualize(VisualizeArgs),
+    /// The head-count sweep's report (experiments/heads-sweep.md) from its runs.
+    HeadsSweep(HeadsSweepArgs),
     /// Attention head diagnostics over a split: entropy, boundary share,
     /// distance, redundancy; collapsed heads flagged; writes heads.csv.
     Heads(HeadsArgs),
@@ -188,6 +190,17 @@ pub struct VisualizeArgs {
     pub out: PathBuf,
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HeadsSweepArgs {
+    /// The sweep's run folders.
+    pub runs: Vec<PathBuf>,
+    #[arg(long, default_value = "experiments/heads-sweep.md")]
+    pub out: PathBuf,
+    /// Folder with one `seqlab visualize` output per head count (`h<N>/`).
+    #[arg(long)]
+    pub pictures: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -131,7 +131,7 @@ fn fmt(x: f64) -> String {
     }
 }
 
-fn mean_std(xs: &[f64]) -> (f64, f64) {
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     let m = xs.iter().sum::<f64>() / n;
     let var = if xs.len() > 1 { xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };

@@ -16,6 +16,7 @@ mod memory;
 mod prep;
 mod rundir;
 mod score_cmd;
+mod sweep;
 mod train;
 mod visualize;
 
@@ -91,6 +92,7 @@ fn main() {
             BenchCommand::Memory(args) => membench::memory(args),
         },
         Command::Heads(args) => commands::heads(args),
+        Command::HeadsSweep(args) => sweep::run(&args),
         Command::Visualize(args) => commands::visualize(args),
         Command::Score(args) => score_cmd::run(&args),
         Command::Data { command } => match command {

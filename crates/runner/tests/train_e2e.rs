@@ -370,3 +370,35 @@ fn memory_budget_is_planned_and_reported() {
     let o = seqlab(&args);
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected a size such as 8GiB"));
 }
+
+#[test]
+fn heads_sweep_report_groups_runs_by_head_count() {
+    let work = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for (heads, seed) in [("1", "1"), ("1", "2"), ("2", "1")] {
+        let dir = work.path().join(format!("h{heads}-s{seed}"));
+        let set = format!("model.encoder.attention.heads={heads}");
+        train("attention-crf.toml", &dir, seed, "2", &["--set", &set]);
+        runs.push(dir);
+    }
+    let pictures = work.path().join("pics");
+    ok(seqlab(&[
+        "visualize",
+        "--run",
+        runs[2].to_str().unwrap(),
+        "--sentence",
+        "0",
+        "--data",
+        toy().to_str().unwrap(),
+        "--out",
+        pictures.join("h2").to_str().unwrap(),
+    ]));
+    let out = work.path().join("sweep.md");
+    let mut args = vec!["heads-sweep", "--out", out.to_str().unwrap(), "--pictures", pictures.to_str().unwrap()];
+    args.extend(runs.iter().map(|r| r.to_str().unwrap()));
+    let md = ok(seqlab(&args));
+    assert_eq!(md, std::fs::read_to_string(&out).unwrap());
+    let row = |prefix: &str| md.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} row:\n{md}"));
+    assert!(row("| 1 × 32 | 2 |").contains(" of 2 |"), "{md}");
+    assert!(row("| 2 × 16 | 1 |").contains("[h2](pics/h2/index.html)"), "{md}");
+}
