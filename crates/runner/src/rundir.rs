@@ -8,6 +8,8 @@
 //! | `metrics.csv` | one row per epoch |
 //! | `summary.json` | the final figures |
 //! | `predictions.test.conll` | `token gold predicted` per line |
+//! | `heads.csv` | attention head diagnostics on dev (attention taggers) |
+//! | `.lock` | the pid of the `seqlab train` writing the folder, while it runs |
 //!
 //! Every file is written to a temporary name and renamed into place, so a
 //! reader never sees half a file.
@@ -27,6 +29,62 @@ pub const VOCAB: &str = "vocab.json";
 pub const MODEL: &str = "model.ckpt";
 pub const METRICS: &str = "metrics.csv";
 pub const SUMMARY: &str = "summary.json";
+
+pub const LOCK: &str = ".lock";
+
+/// Exclusive use of a run folder by one training process: `.lock` holds
+/// its pid and goes away when the lock is dropped. A lock whose process is
+/// gone (killed, crashed) is stale and taken over.
+pub struct RunLock {
+    path: PathBuf,
+}
+
+/// Whether `pid` is a running seqlab (Linux: `/proc/<pid>/cmdline`; elsewhere
+/// every lock counts as held).
+fn seqlab_running(pid: u32) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("seqlab"))
+}
+
+impl RunLock {
+    pub fn acquire(dir: &Path) -> Result<RunLock> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the run folder {}", dir.display()))?;
+        let path = dir.join(LOCK);
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    writeln!(f, "{}", std::process::id())?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    match text.trim().parse::<u32>() {
+                        Ok(pid) if pid != std::process::id() && seqlab_running(pid) => bail!(
+                            "{} is in use by another seqlab train (pid {pid}); wait for it to finish or choose another --out",
+                            dir.display()
+                        ),
+                        _ => {
+                            eprintln!("note: {} was left by a run that is gone; taking it over", path.display());
+                            std::fs::remove_file(&path)
+                                .with_context(|| format!("cannot remove the stale lock {}", path.display()))?;
+                        }
+                    }
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
+            }
+        }
+        bail!("cannot lock {}: {} keeps coming back", dir.display(), path.display())
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
 
 /// Where runs live by default.
 pub fn runs_root() -> PathBuf {

@@ -103,7 +103,7 @@ where
 {
     B::seed(device, cfg.seed);
     let out = opts.out;
-    std::fs::create_dir_all(out)?;
+    let _lock = rundir::RunLock::acquire(out)?;
     corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
     prep.vocabs.save(&out.join(rundir::VOCAB))?;
     if prep.train.iter().any(|e| e.tags.is_none()) {

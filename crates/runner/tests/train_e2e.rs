@@ -398,7 +398,45 @@ fn heads_sweep_report_groups_runs_by_head_count() {
     args.extend(runs.iter().map(|r| r.to_str().unwrap()));
     let md = ok(seqlab(&args));
     assert_eq!(md, std::fs::read_to_string(&out).unwrap());
-    let row = |prefix: &str| md.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} row:\n{md}"));
+    let row =
+        |prefix: &str| md.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} row:\n{md}"));
     assert!(row("| 1 × 32 | 2 |").contains(" of 2 |"), "{md}");
     assert!(row("| 2 × 16 | 1 |").contains("[h2](pics/h2/index.html)"), "{md}");
+}
+
+#[test]
+fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
+    let args = |epochs: &'static str| -> Vec<String> {
+        let mut a: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--out".into(), run.to_str().unwrap().into(), "--epochs".into(), epochs.into(), "--quiet".into()]);
+        a.extend(SMALL.iter().map(|s| s.to_string()));
+        a
+    };
+    let mut first = Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args("500")).spawn().unwrap();
+    let lock = run.join(".lock");
+    let t0 = std::time::Instant::now();
+    while !lock.exists() {
+        assert!(t0.elapsed().as_secs() < 60, "no lock file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&lock).unwrap().trim(), first.id().to_string());
+    let second = seqlab(&args("1").iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another seqlab train") && err.contains(&first.id().to_string()), "{err}");
+    // Killed: the lock stays behind, and the next run takes it over and removes it at the end.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(lock.exists());
+    let third = seqlab(&args("1").iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&third.stderr);
+    assert!(third.status.success(), "{err}");
+    assert!(err.contains("was left by a run that is gone"), "{err}");
+    assert!(!lock.exists(), "the lock outlived its run");
 }
