@@ -110,6 +110,11 @@ fn windowed_tagging_of_a_long_document() {
             out.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split(' ').next().unwrap()).collect();
         let gold: Vec<&str> = doc.lines().map(|l| l.split(' ').next().unwrap()).collect();
         assert_eq!(words, gold, "tokens out of order or lost (max_len {len} stride {stride})");
+        // One Viterbi over the stitched scores: no illegal BIO transition at a seam.
+        for (i, t) in tags.iter().enumerate().filter(|(_, t)| t.starts_with("I-")) {
+            let prev = if i == 0 { "O" } else { tags[i - 1].as_str() };
+            assert!(prev.len() > 2 && prev[2..] == t[2..], "token {i}: {prev} → {t} (max_len {len} stride {stride})");
+        }
     }
     // eval reports how many sequences were windowed, and scores every token.
     let (json, _) =
