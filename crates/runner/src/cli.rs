@@ -151,6 +151,10 @@ pub struct TrainArgs {
     /// No progress bar or per-epoch lines.
     #[arg(long)]
     pub quiet: bool,
+    /// Continue the run in this folder from its newest intact checkpoint
+    /// (written after every epoch), with its own config and seed.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
     /// Memory budget (e.g. 8GiB; sets train.max_memory): picks the largest
     /// batch that fits, or switches dense attention to chunked.
     #[arg(long)]

@@ -18,7 +18,16 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub fn train(args: TrainArgs) -> Result<()> {
-    let mut cfg = config::load(args.config.as_deref(), &args.set)?;
+    let mut cfg = match &args.resume {
+        Some(dir) => {
+            if args.config.is_some() || args.seed.is_some() {
+                anyhow::bail!("--resume continues a run with its own config.toml and seed; drop --config/--seed");
+            }
+            config::load(Some(&dir.join(rundir::CONFIG)), &args.set)
+                .with_context(|| format!("{} is not a seqlab run folder", dir.display()))?
+        }
+        None => config::load(args.config.as_deref(), &args.set)?,
+    };
     if let Some(d) = args.data {
         cfg.data.dir = d;
     }
@@ -32,6 +41,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
         cfg.train.max_memory = m;
     }
     let budget = match cfg.train.max_memory.trim() {
+        // A resumed run keeps the batch its plan chose.
+        _ if args.resume.is_some() => None,
         "" => None,
         m => Some(crate::memory::parse_bytes(m).context("train.max_memory")?),
     };
@@ -40,8 +51,21 @@ pub fn train(args: TrainArgs) -> Result<()> {
     for n in &prep.notes {
         eprintln!("note: {n}");
     }
-    let out =
-        args.out.unwrap_or_else(|| rundir::runs_root().join(format!("{}-{}-s{}", cfg.name, prep.dataset, cfg.seed)));
+    if let Some(dir) = &args.resume {
+        let saved = Vocabs::load(&dir.join(rundir::VOCAB))?;
+        if saved != prep.vocabs {
+            anyhow::bail!(
+                "{}: the data in {} no longer gives the run's vocabularies (changed since the run started?)",
+                dir.display(),
+                cfg.data.dir.display()
+            );
+        }
+    }
+    let out = match (&args.resume, args.out) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(o)) => o,
+        (None, None) => rundir::runs_root().join(format!("{}-{}-s{}", cfg.name, prep.dataset, cfg.seed)),
+    };
     if !args.quiet {
         eprintln!(
             "training {} ({}, {} decoder) on {} ({} scheme, tagged as {}): {} sentences, {} tokens, {} tags; run folder {}",
@@ -57,7 +81,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
             out.display()
         );
     }
-    dispatch(args.device, TrainJob { cfg, prep, out, quiet: args.quiet, budget })
+    let resume = args.resume.is_some();
+    dispatch(args.device, TrainJob { cfg, prep, out, quiet: args.quiet, budget, resume })
 }
 
 struct TrainJob {
@@ -65,6 +90,7 @@ struct TrainJob {
     prep: Prepared,
     out: PathBuf,
     quiet: bool,
+    resume: bool,
     /// `train.max_memory` in bytes.
     budget: Option<u64>,
 }
@@ -99,7 +125,7 @@ impl Job for TrainJob {
         if let Some(budget) = self.budget {
             plan_memory::<B>(&mut cfg, &self.prep, budget, &device, device_name)?;
         }
-        let opts = TrainOptions { out: &self.out, device_name, quiet: self.quiet };
+        let opts = TrainOptions { out: &self.out, device_name, quiet: self.quiet, resume: self.resume };
         let s = train_loop::<B>(&cfg, &self.prep, &opts, &device)?;
         let f1 =
             |m: &Option<rundir::SplitMetrics>| m.as_ref().map_or("-".to_string(), |m| format!("{:.4}", m.overall.f1));

@@ -17,7 +17,7 @@
 use anyhow::{bail, Context, Result};
 use burn::module::Module;
 use burn::prelude::Backend;
-use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Record, Recorder};
 use corpus::io::write_atomic;
 use corpus::score::{Overall, Report, TypeScore};
 use serde::{Deserialize, Serialize};
@@ -176,9 +176,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Saves a module as `MAGIC | length | checksum | MessagePack record`.
 pub fn save_module<B: Backend, M: Module<B>>(module: &M, path: &Path) -> Result<()> {
+    save_record::<B, _>(module.clone().into_record(), path)
+}
+
+/// Saves any Burn record (a module's, an optimizer's) as a checksummed file.
+pub fn save_record<B: Backend, R: Record<B>>(record: R, path: &Path) -> Result<()> {
     let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::default();
-    let payload: Vec<u8> = Recorder::<B>::record(&recorder, module.clone().into_record(), ())
-        .map_err(|e| anyhow::anyhow!("{}: cannot serialise the model: {e}", path.display()))?;
+    let payload: Vec<u8> = Recorder::<B>::record(&recorder, record, ())
+        .map_err(|e| anyhow::anyhow!("{}: cannot serialise: {e}", path.display()))?;
     let mut bytes = Vec::with_capacity(payload.len() + 24);
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
@@ -191,12 +196,51 @@ pub fn save_module<B: Backend, M: Module<B>>(module: &M, path: &Path) -> Result<
 /// Loads a module saved by [`save_module`] into `module` (built with the
 /// same configuration); a truncated or damaged file is an error, not a panic.
 pub fn load_module<B: Backend, M: Module<B>>(module: M, path: &Path, device: &B::Device) -> Result<M> {
+    Ok(module.load_record(load_record::<B, M::Record>(path, device)?))
+}
+
+/// Loads a record saved by [`save_record`].
+pub fn load_record<B: Backend, R: Record<B>>(path: &Path, device: &B::Device) -> Result<R> {
     let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
     let payload = check_checkpoint(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::default();
-    let record = Recorder::<B>::load(&recorder, payload.to_vec(), device)
-        .map_err(|e| anyhow::anyhow!("{}: not a checkpoint of this model: {e}", path.display()))?;
-    Ok(module.load_record(record))
+    Recorder::<B>::load(&recorder, payload.to_vec(), device)
+        .map_err(|e| anyhow::anyhow!("{}: not a checkpoint of this model: {e}", path.display()))
+}
+
+/// Where training stands after an epoch: enough to continue exactly.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainState {
+    /// Epochs completed.
+    pub epoch: usize,
+    /// Optimizer steps taken.
+    pub step: usize,
+    /// Best dev F1 so far (`None` before any evaluation).
+    pub best_f1: Option<f64>,
+    pub best_epoch: usize,
+    pub since_best: usize,
+    pub train_seconds: f64,
+    pub train_tokens: usize,
+}
+
+/// The files of the checkpoint after `epoch`: model, optimizer, state (written last).
+pub fn checkpoint_files(dir: &Path, epoch: usize) -> [PathBuf; 3] {
+    ["model", "optim", "json"].map(|ext| dir.join(format!("checkpoint-e{epoch:04}.{ext}")))
+}
+
+/// Epochs that have a checkpoint state file, newest first.
+pub fn checkpoint_epochs(dir: &Path) -> Vec<usize> {
+    let mut e: Vec<usize> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|f| {
+            let name = f.file_name().to_string_lossy().to_string();
+            name.strip_prefix("checkpoint-e")?.strip_suffix(".json")?.parse().ok()
+        })
+        .collect();
+    e.sort_unstable_by(|a, b| b.cmp(a));
+    e
 }
 
 /// The payload of a checkpoint, if it is complete and intact.

@@ -28,6 +28,7 @@ use std::path::Path;
 use std::time::Instant;
 
 /// The optimizers a config can name.
+#[derive(Clone)]
 pub(crate) enum Opt<B: AutodiffBackend> {
     Adam(OptimizerAdaptor<Adam, Tagger<B>, B>),
     AdamW(OptimizerAdaptor<AdamW, Tagger<B>, B>),
@@ -89,6 +90,8 @@ pub struct TrainOptions<'a> {
     pub device_name: &'a str,
     /// No progress bar (tests, logs).
     pub quiet: bool,
+    /// Continue from the newest intact checkpoint in `out`.
+    pub resume: bool,
 }
 
 /// Trains, writes the run folder, returns the summary.
@@ -104,26 +107,53 @@ where
     B::seed(device, cfg.seed);
     let out = opts.out;
     let _lock = rundir::RunLock::acquire(out)?;
-    corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
-    prep.vocabs.save(&out.join(rundir::VOCAB))?;
+    if !opts.resume {
+        corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
+        prep.vocabs.save(&out.join(rundir::VOCAB))?;
+    }
     if prep.train.iter().any(|e| e.tags.is_none()) {
         bail!("a training sentence has a tag outside the tag vocabulary");
     }
     let mut model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
     let params = model.num_params();
     let mut opt = Opt::<B>::new(cfg);
+    let mut state = rundir::TrainState {
+        epoch: 0,
+        step: 0,
+        best_f1: None,
+        best_epoch: 0,
+        since_best: 0,
+        train_seconds: 0.0,
+        train_tokens: 0,
+    };
+    let mut rows: Vec<EpochRow> = Vec::new();
+    if opts.resume {
+        (model, opt, state) = load_checkpoint::<B>(model, opt, out, device)?;
+        rows = rundir::read_metrics(&out.join(rundir::METRICS))?;
+        rows.truncate(state.epoch);
+        if !opts.quiet {
+            eprintln!("resuming {} after epoch {} (step {})", out.display(), state.epoch, state.step);
+        }
+    }
     let t = &cfg.train;
     let lengths: Vec<usize> = prep.train.iter().map(|e| e.len()).collect();
     let steps_per_epoch = plan_batches(&lengths, t.batch(), Some(0)).len();
     let total_steps = steps_per_epoch * t.epochs;
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let dev = prep.split(SplitName::Dev);
-    let mut rows: Vec<EpochRow> = Vec::new();
-    let (mut best_f1, mut best_epoch, mut since_best) = (f64::NEG_INFINITY, 0usize, 0usize);
-    let (mut train_seconds, mut train_tokens) = (0.0f64, 0usize);
-    let mut step = 0usize;
+    let (mut best_f1, mut best_epoch, mut since_best) =
+        (state.best_f1.unwrap_or(f64::NEG_INFINITY), state.best_epoch, state.since_best);
+    let (mut train_seconds, mut train_tokens) = (state.train_seconds, state.train_tokens);
+    let mut step = state.step;
     let run_started = Instant::now();
-    for epoch in 1..=t.epochs {
+    let stopped_early = |since_best: usize| t.patience > 0 && since_best >= t.patience;
+    let start = if stopped_early(since_best) { t.epochs + 1 } else { state.epoch + 1 };
+    for epoch in start..=t.epochs {
+        // Every epoch starts from seeds of its own (dropout, word dropout,
+        // batch order), so a run resumed after epoch N continues exactly as
+        // the uninterrupted run would have.
+        let epoch_seed = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(epoch as u64);
+        B::seed(device, epoch_seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(epoch_seed);
         let batches =
             plan_batches(&lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
         let bar = progress(opts.quiet, batches.len(), epoch, t.epochs);
@@ -215,7 +245,21 @@ where
         }
         rows.push(row);
         rundir::write_metrics(&out.join(rundir::METRICS), &rows)?;
-        if t.patience > 0 && since_best >= t.patience {
+        save_checkpoint(
+            &model,
+            &opt,
+            &rundir::TrainState {
+                epoch,
+                step,
+                best_f1: best_f1.is_finite().then_some(best_f1),
+                best_epoch,
+                since_best,
+                train_seconds,
+                train_tokens,
+            },
+            out,
+        )?;
+        if stopped_early(since_best) {
             if !opts.quiet {
                 eprintln!("early stop: no better dev F1 for {} epochs", t.patience);
             }
@@ -273,6 +317,64 @@ where
     };
     rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
     Ok(summary)
+}
+
+/// Writes the checkpoint after `state.epoch` (model, optimizer, then the
+/// state file, each atomically) and removes all but the two newest.
+fn save_checkpoint<B: AutodiffBackend>(
+    model: &Tagger<B>,
+    opt: &Opt<B>,
+    state: &rundir::TrainState,
+    out: &Path,
+) -> Result<()> {
+    let [m, o, j] = rundir::checkpoint_files(out, state.epoch);
+    rundir::save_module::<B, _>(model, &m)?;
+    match opt {
+        Opt::Adam(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
+        Opt::AdamW(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
+        Opt::Sgd(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
+    }
+    rundir::write_json(&j, state)?;
+    for old in rundir::checkpoint_epochs(out).into_iter().skip(2) {
+        for f in rundir::checkpoint_files(out, old) {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    Ok(())
+}
+
+/// The newest intact checkpoint of `out`: a damaged or missing file makes
+/// it fall back to the one before, with a note.
+fn load_checkpoint<B: AutodiffBackend>(
+    model: Tagger<B>,
+    opt: Opt<B>,
+    out: &Path,
+    device: &B::Device,
+) -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
+    let epochs = rundir::checkpoint_epochs(out);
+    if epochs.is_empty() {
+        bail!("{}: no checkpoint to resume from (none is written before the first epoch ends)", out.display());
+    }
+    for epoch in epochs {
+        let [m, o, j] = rundir::checkpoint_files(out, epoch);
+        let attempt = || -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
+            let text = corpus::io::read_text(&j)?;
+            let state: rundir::TrainState =
+                serde_json::from_str(&text).map_err(|e| corpus::vocab::json_error(&j, &e))?;
+            let model = rundir::load_module::<B, _>(model.clone(), &m, device)?;
+            let opt = match opt.clone() {
+                Opt::Adam(x) => Opt::Adam(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
+                Opt::AdamW(x) => Opt::AdamW(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
+                Opt::Sgd(x) => Opt::Sgd(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
+            };
+            Ok((model, opt, state))
+        };
+        match attempt() {
+            Ok(found) => return Ok(found),
+            Err(e) => eprintln!("note: skipping the checkpoint of epoch {epoch}: {e:#}"),
+        }
+    }
+    bail!("{}: every checkpoint is damaged; the run cannot be resumed", out.display())
 }
 
 /// A short description of the encoder, e.g. `bilstm` or `attention-relative`.

@@ -440,3 +440,54 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     assert!(err.contains("was left by a run that is gone"), "{err}");
     assert!(!lock.exists(), "the lock outlived its run");
 }
+
+#[test]
+fn a_killed_run_resumes_to_the_same_metrics() {
+    let work = tempfile::tempdir().unwrap();
+    let whole = work.path().join("whole");
+    train("bilstm-crf.toml", &whole, "3", "6", &[]);
+    // The same run, killed once the checkpoint of epoch 2 is written.
+    let cut = work.path().join("cut");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
+    let mut args: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--out", cut.to_str().unwrap(), "--seed", "3", "--epochs", "6", "--quiet"].map(String::from));
+    args.extend(SMALL.iter().map(|s| s.to_string()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seqlab")).args(&args).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while !cut.join("checkpoint-e0002.json").exists() {
+        assert!(t0.elapsed().as_secs() < 120, "no checkpoint appeared");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!cut.join("summary.json").exists());
+    // A damaged newest checkpoint is skipped for the one before.
+    let newest = std::fs::read_dir(&cut)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("checkpoint-e") && n.ends_with(".json"))
+        .max()
+        .unwrap();
+    let model = cut.join(newest.replace(".json", ".model"));
+    let bytes = std::fs::read(&model).unwrap();
+    std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
+    let o = seqlab(&["train", "--resume", cut.to_str().unwrap(), "--quiet"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("skipping the checkpoint of epoch") && err.contains("truncated"), "{err}");
+    let a = metrics(&whole);
+    let b = metrics(&cut);
+    assert_eq!(a.len(), 6);
+    assert_eq!(a, b, "resumed run differs from the uninterrupted one");
+    let f1 = |d: &Path| json(&d.join("summary.json"))["test"]["f1"].as_f64().unwrap();
+    assert_eq!(f1(&whole), f1(&cut));
+    // Nothing to resume: a clear error.
+    let o = seqlab(&["train", "--resume", work.path().join("nope").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a seqlab run folder"));
+}
