@@ -20,11 +20,18 @@ use std::path::{Path, PathBuf};
 pub fn train(args: TrainArgs) -> Result<()> {
     let mut cfg = match &args.resume {
         Some(dir) => {
-            if args.config.is_some() || args.seed.is_some() {
-                anyhow::bail!("--resume continues a run with its own config.toml and seed; drop --config/--seed");
+            if args.config.is_some() || args.seed.is_some() || !args.set.is_empty() {
+                anyhow::bail!(
+                    "--resume continues a run with its own config.toml and seed; drop --config/--seed/--set (--epochs may extend it)"
+                );
             }
-            config::load(Some(&dir.join(rundir::CONFIG)), &args.set)
-                .with_context(|| format!("{} is not a seqlab run folder", dir.display()))?
+            if args.max_memory.is_some() {
+                eprintln!("note: --max-memory is ignored when resuming: the run keeps its batch");
+            }
+            if !dir.join(rundir::CONFIG).is_file() {
+                anyhow::bail!("{} is not a seqlab run folder (no {})", dir.display(), rundir::CONFIG);
+            }
+            config::load(Some(&dir.join(rundir::CONFIG)), &[])?
         }
         None => config::load(args.config.as_deref(), &args.set)?,
     };
@@ -404,7 +411,12 @@ pub fn heads(args: HeadsArgs) -> Result<()> {
         .with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?
         .sentences
         .clone();
-    let out = args.out.clone().unwrap_or_else(|| args.run.clone());
+    // Training writes the dev split's heads.csv; other splits get their own file.
+    let name = match args.split {
+        corpus::SplitName::Dev => "heads.csv".to_string(),
+        other => format!("heads.{}.csv", other.as_str()),
+    };
+    let out = args.out.clone().unwrap_or_else(|| args.run.clone()).join(name);
     dispatch(args.device, HeadsJob { run, split, json: args.json, out })
 }
 
@@ -424,14 +436,14 @@ impl Job for HeadsJob {
         let model = rundir::load_module::<B::InnerBackend, _>(model, &self.run.dir.join(rundir::MODEL), &device)?;
         let tokens: Vec<Vec<String>> = self.split.iter().map(|s| s.tokens.clone()).collect();
         let stats = crate::heads::diagnose(&model, &self.run.encode(&self.split), &tokens, &device);
-        write_heads_csv(&self.out.join("heads.csv"), &stats)?;
+        write_heads_csv(&self.out, &stats)?;
         if self.json {
             for h in &stats {
                 println!("{}", serde_json::to_string(h)?);
             }
         } else {
             print!("{}", crate::heads::table(&stats));
-            println!("{} sentences; wrote {}", self.split.len(), self.out.join("heads.csv").display());
+            println!("{} sentences; wrote {}", self.split.len(), self.out.display());
         }
         if let Some(w) = crate::heads::collapse_warning(&stats) {
             eprintln!("warning: {w}");
@@ -549,12 +561,11 @@ impl Job for VisualizeJob {
                 })?,
             },
             // The token that receives the most attention, over the drawn heads.
-            None => (0..l)
-                .max_by(|&a, &b| {
-                    let got = |j| heads.iter().map(|&hd| (0..l).map(|i| at(hd, i, j)).sum::<f32>()).sum::<f32>();
-                    got(a).total_cmp(&got(b))
-                })
-                .unwrap_or(0),
+            None => {
+                let got: Vec<f32> =
+                    (0..l).map(|j| heads.iter().map(|&hd| (0..l).map(|i| at(hd, i, j)).sum::<f32>()).sum()).collect();
+                (0..l).max_by(|&a, &b| got[a].total_cmp(&got[b])).unwrap_or(0)
+            }
         };
         let (range, note) = vis::visible_range(l, args.max_tokens, focus);
         let labels: Vec<String> = range.clone().map(|i| format!("{i}:{}", tokens[i])).collect();

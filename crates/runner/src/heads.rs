@@ -15,6 +15,12 @@ use serde::Serialize;
 pub const BOUNDARY_LIMIT: f64 = 0.5;
 /// …or when its normalised entropy is at most this (one-hot) or at least 1 − this (uniform).
 pub const ENTROPY_MARGIN: f64 = 0.05;
+/// Sentences shorter than this leave the boundary share alone: their first
+/// and last token are most of the sentence (a uniform head would score 2/L).
+pub const MIN_BOUNDARY_LEN: usize = 4;
+/// Sentences longer than this are left out of the diagnostics, which hold
+/// every head's `[L, L]` weights.
+pub const MAX_LEN: usize = 512;
 
 /// Figures of one head, averaged over every real query token of the split.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -23,7 +29,8 @@ pub struct HeadStats {
     pub head: usize,
     /// Mean entropy of a query's attention, divided by log(sentence length): 0 one-hot, 1 uniform.
     pub entropy: f64,
-    /// Mean share of attention on the first and last real token and on punctuation/separators.
+    /// Mean share of attention on the first and last real token and on punctuation/separators
+    /// (over sentences of at least 4 tokens).
     pub boundary_share: f64,
     /// Mean |i − j| weighted by attention, in tokens.
     pub distance: f64,
@@ -53,6 +60,8 @@ pub struct HeadAccumulator {
     js: Vec<f64>,
     /// Query rows counted for entropy (sentences of one token have no entropy).
     entropy_rows: Vec<usize>,
+    /// Query rows counted for the boundary share.
+    boundary_rows: Vec<usize>,
     rows: Vec<usize>,
 }
 
@@ -80,6 +89,7 @@ impl HeadAccumulator {
             distance: vec![0.0; n],
             js: vec![0.0; n * heads],
             entropy_rows: vec![0; n],
+            boundary_rows: vec![0; n],
             rows: vec![0; n],
         }
     }
@@ -112,7 +122,11 @@ impl HeadAccumulator {
                     self.entropy[k] += entropy(p) / (len as f64).ln();
                     self.entropy_rows[k] += 1;
                 }
-                self.boundary[k] += p.iter().enumerate().filter(|(j, _)| is_boundary(*j)).map(|(_, x)| x).sum::<f64>();
+                if len >= MIN_BOUNDARY_LEN {
+                    self.boundary[k] +=
+                        p.iter().enumerate().filter(|(j, _)| is_boundary(*j)).map(|(_, x)| x).sum::<f64>();
+                    self.boundary_rows[k] += 1;
+                }
                 self.distance[k] += p.iter().enumerate().map(|(j, x)| x * i.abs_diff(j) as f64).sum::<f64>();
                 self.rows[k] += 1;
                 for (g, q) in rows.iter().enumerate().skip(h + 1) {
@@ -136,7 +150,7 @@ impl HeadAccumulator {
                     .filter(|&g| g != head)
                     .map(|g| self.js[k * self.heads + g] / n)
                     .fold(f64::INFINITY, f64::min);
-                let boundary_share = self.boundary[k] / n;
+                let boundary_share = self.boundary[k] / self.boundary_rows[k].max(1) as f64;
                 out.push(HeadStats {
                     layer,
                     head,
@@ -155,8 +169,9 @@ impl HeadAccumulator {
     }
 }
 
-/// Runs `model` over `data` (with `tokens`, the words of each sentence) and
-/// returns the diagnostics of every head; empty for models without attention.
+/// Runs `model` over `data` (with `tokens`, the words of each sentence;
+/// sentences over [`MAX_LEN`] tokens are skipped) and returns the
+/// diagnostics of every head; empty for models without attention.
 pub fn diagnose<B: SeqBackend>(
     model: &Tagger<B>,
     data: &[Encoded],
@@ -165,7 +180,10 @@ pub fn diagnose<B: SeqBackend>(
 ) -> Vec<HeadStats> {
     let lengths: Vec<usize> = data.iter().map(Encoded::len).collect();
     let mut acc: Option<HeadAccumulator> = None;
-    for ids in plan_batches(&lengths, EVAL_BATCH, None) {
+    let kept: Vec<usize> = (0..data.len()).filter(|&i| lengths[i] <= MAX_LEN).collect();
+    let kept_lengths: Vec<usize> = kept.iter().map(|&i| lengths[i]).collect();
+    for batch_ids in plan_batches(&kept_lengths, EVAL_BATCH, None) {
+        let ids: Vec<usize> = batch_ids.iter().map(|&k| kept[k]).collect();
         let batch = pad(data, &ids);
         let input = TaggerInput::<B>::from_padded(&batch, device);
         let layers = model.forward(&input, true).attention;

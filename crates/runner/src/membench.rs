@@ -61,8 +61,10 @@ fn child(args: &[String]) -> Result<Value, String> {
 /// Runs `step` once, then `iters` more times for the median wall time (with
 /// `iters` = 0, the second run's time); returns it with the peak resident
 /// set over all runs above the one before them, and the process's peak.
-fn measure(iters: usize, mut step: impl FnMut()) -> (f64, u64, u64) {
-    memory::reset_peak();
+fn measure(iters: usize, mut step: impl FnMut()) -> Result<(f64, u64, u64)> {
+    if memory::rss().is_none() || !memory::reset_peak() {
+        bail!("cannot read or reset this process's peak memory (needs Linux /proc/self/status and clear_refs)");
+    }
     let before = memory::rss().map_or(0, |r| r.0);
     step();
     let seconds = if iters == 0 {
@@ -74,7 +76,7 @@ fn measure(iters: usize, mut step: impl FnMut()) -> (f64, u64, u64) {
     };
     // The high-water mark over every run: the first allocates, later ones reuse.
     let peak = memory::rss().map_or(0, |r| r.1);
-    (seconds, peak.saturating_sub(before), peak)
+    Ok((seconds, peak.saturating_sub(before), peak))
 }
 
 // ---------------------------------------------------------------- attention
@@ -227,14 +229,14 @@ impl Job for AttentionChild {
                 let out = mha.forward(x.clone(), x, mask.clone(), plan, false).context;
                 let grads = out.sum().backward();
                 drop(grads);
-            })
+            })?
         } else {
             let m = mha.valid();
             let (x, mask) = (x.clone().inner(), mask.clone().inner());
             measure(a.iters, || {
                 let out = m.forward(x.clone(), x.clone(), mask.clone(), plan, false).context;
                 let _: f32 = out.sum().into_scalar().elem();
-            })
+            })?
         };
         println!(
             "{}",
@@ -255,7 +257,7 @@ fn plot_memory(series: &[(String, Vec<(f64, f64)>)], title: &str, path: &Path) -
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y.max(0.01));
-        y1 = y1.max(y);
+        y1 = y1.max(y.max(0.01));
     }
     if x0 > x1 {
         bail!("nothing to plot: every measurement failed");
@@ -296,6 +298,9 @@ fn plot_memory(series: &[(String, Vec<(f64, f64)>)], title: &str, path: &Path) -
 
 pub fn memory(args: BenchMemoryArgs) -> Result<()> {
     let cfg = config::load(args.config.as_deref(), &args.set)?;
+    if args.words < 3 {
+        bail!("--words must be at least 3 (padding, unknown and one word)");
+    }
     if args.child {
         let device = args.device;
         return dispatch(device, MemoryChild { args, cfg });
@@ -407,7 +412,7 @@ impl Job for MemoryChild {
             let loss = current.loss(&input, gold.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &current);
             m = Some(opt.step(cfg.train.lr, current, grads));
-        });
+        })?;
         model = m.take().expect("model");
         drop(model);
         println!(

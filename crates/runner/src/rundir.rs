@@ -32,56 +32,75 @@ pub const SUMMARY: &str = "summary.json";
 
 pub const LOCK: &str = ".lock";
 
-/// Exclusive use of a run folder by one training process: `.lock` holds
-/// its pid and goes away when the lock is dropped. A lock whose process is
-/// gone (killed, crashed) is stale and taken over.
+/// Exclusive use of a run folder by one training process: an OS lock on
+/// `.lock` (released by the kernel however the process ends), which holds
+/// the pid for the message a second process prints. The file is removed
+/// when the lock is dropped; one left by a killed run is taken over.
 pub struct RunLock {
     path: PathBuf,
-}
-
-/// Whether `pid` is a running seqlab (Linux: `/proc/<pid>/cmdline`; elsewhere
-/// every lock counts as held).
-fn seqlab_running(pid: u32) -> bool {
-    if !Path::new("/proc/self").exists() {
-        return true;
-    }
-    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("seqlab"))
+    _file: std::fs::File,
 }
 
 impl RunLock {
     pub fn acquire(dir: &Path) -> Result<RunLock> {
+        use std::io::{Read, Seek, Write};
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create the run folder {}", dir.display()))?;
         let path = dir.join(LOCK);
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    writeln!(f, "{}", std::process::id())?;
-                    return Ok(RunLock { path });
+        for _ in 0..3 {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut previous = String::new();
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let _ = file.read_to_string(&mut previous);
+                    let pid = previous.trim();
+                    bail!(
+                        "{} is in use by another seqlab train{}; wait for it to finish or choose another --out",
+                        dir.display(),
+                        if pid.is_empty() { String::new() } else { format!(" (pid {pid})") }
+                    );
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
-                    match text.trim().parse::<u32>() {
-                        Ok(pid) if pid != std::process::id() && seqlab_running(pid) => bail!(
-                            "{} is in use by another seqlab train (pid {pid}); wait for it to finish or choose another --out",
-                            dir.display()
-                        ),
-                        _ => {
-                            eprintln!("note: {} was left by a run that is gone; taking it over", path.display());
-                            std::fs::remove_file(&path)
-                                .with_context(|| format!("cannot remove the stale lock {}", path.display()))?;
-                        }
-                    }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", path.display()));
                 }
-                Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
             }
+            // The file may have been removed by the process that held it
+            // just before we locked it: then lock the new one.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                let same = std::fs::metadata(&path).is_ok_and(|m| m.ino() == file.metadata().map_or(0, |f| f.ino()));
+                if !same {
+                    continue;
+                }
+            }
+            let _ = file.read_to_string(&mut previous);
+            if !previous.trim().is_empty() {
+                eprintln!(
+                    "note: {} was left by a run that is gone (pid {}); taking it over",
+                    path.display(),
+                    previous.trim()
+                );
+            }
+            file.set_len(0)?;
+            file.rewind()?;
+            writeln!(file, "{}", std::process::id())?;
+            file.flush()?;
+            return Ok(RunLock { path, _file: file });
         }
-        bail!("cannot lock {}: {} keeps coming back", dir.display(), path.display())
+        bail!("cannot lock {}: it keeps being replaced", path.display())
     }
 }
 
 impl Drop for RunLock {
     fn drop(&mut self) {
+        // Removed while still locked; the kernel releases the lock when the file closes.
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -58,6 +58,19 @@ pub fn run(args: &HeadsSweepArgs) -> Result<()> {
         bail!("give the run folders of the sweep");
     }
     let runs: Vec<SweepRun> = args.runs.iter().map(|d| read_run(d)).collect::<Result<_>>()?;
+    for (r, dir) in runs.iter().zip(&args.runs) {
+        if r.d_model != runs[0].d_model || r.dataset != runs[0].dataset {
+            bail!(
+                "{}: d_model {} on {}, but {} has d_model {} on {}; a sweep varies the head count only",
+                dir.display(),
+                r.d_model,
+                r.dataset,
+                args.runs[0].display(),
+                runs[0].d_model,
+                runs[0].dataset
+            );
+        }
+    }
     let mut groups: BTreeMap<usize, Vec<&SweepRun>> = BTreeMap::new();
     for r in &runs {
         groups.entry(r.heads).or_default().push(r);

@@ -107,9 +107,15 @@ where
     B::seed(device, cfg.seed);
     let out = opts.out;
     let _lock = rundir::RunLock::acquire(out)?;
+    corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
     if !opts.resume {
-        corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
         prep.vocabs.save(&out.join(rundir::VOCAB))?;
+        // Checkpoints of an earlier run in this folder must not be resumed into this one.
+        for old in rundir::checkpoint_epochs(out) {
+            for f in rundir::checkpoint_files(out, old) {
+                let _ = std::fs::remove_file(f);
+            }
+        }
     }
     if prep.train.iter().any(|e| e.tags.is_none()) {
         bail!("a training sentence has a tag outside the tag vocabulary");
@@ -290,15 +296,6 @@ where
             )?;
         }
     }
-    // Head diagnostics on dev: heads.csv, and a warning when half the heads collapsed.
-    if let (encoders::EncoderKind::Attention, Some(dev)) = (cfg.model.encoder.kind, dev) {
-        let tokens: Vec<Vec<String>> = dev.sentences.iter().map(|s| s.tokens.clone()).collect();
-        let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device);
-        crate::commands::write_heads_csv(&out.join("heads.csv"), &stats)?;
-        if let Some(w) = crate::heads::collapse_warning(&stats) {
-            eprintln!("warning: {w}");
-        }
-    }
     let [dev_m, test_m] = metrics;
     let summary = Summary {
         name: cfg.name.clone(),
@@ -316,6 +313,17 @@ where
         test: test_m,
     };
     rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
+    // Head diagnostics on dev: heads.csv, and a warning when half the heads collapsed.
+    if let (encoders::EncoderKind::Attention, Some(dev)) = (cfg.model.encoder.kind, dev) {
+        let tokens: Vec<Vec<String>> = dev.sentences.iter().map(|s| s.tokens.clone()).collect();
+        let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device);
+        if let Err(e) = crate::commands::write_heads_csv(&out.join("heads.csv"), &stats) {
+            eprintln!("warning: head diagnostics not written: {e:#}");
+        }
+        if let Some(w) = crate::heads::collapse_warning(&stats) {
+            eprintln!("warning: {w}");
+        }
+    }
     Ok(summary)
 }
 

@@ -228,7 +228,7 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         }
         assert!(h["distance"].as_f64().unwrap() >= 0.0 && h["queries"].as_u64().unwrap() > 0);
     }
-    assert!(heads_out.join("heads.csv").is_file());
+    assert!(heads_out.join("heads.test.csv").is_file());
     // Pictures of one sentence, and of Chinese text (split into characters).
     let vis = work.path().join("vis");
     let out = ok(seqlab(&[
@@ -261,7 +261,7 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
     let mut rows: Vec<u64> = order["rows"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     rows.sort();
     assert_eq!(rows, (0..6).collect::<Vec<u64>>());
-    // Errors: a BiLSTM run has no attention; a focus that is not in the sentence.
+    // Errors: a focus that is not in the sentence.
     let o = seqlab(&[
         "visualize",
         "--run",
@@ -362,7 +362,9 @@ fn memory_budget_is_planned_and_reported() {
     let mut args = base.to_vec();
     args.extend(["--max-memory", "64GiB"]);
     args.extend_from_slice(SMALL);
-    let err = String::from_utf8_lossy(&seqlab(&args).stderr).to_string();
+    let o = seqlab(&args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
     assert!(err.contains("memory plan for 64.00 GiB: keeping the configured settings"), "{err}");
     // A budget that is not a size.
     let mut args = base.to_vec();
@@ -438,6 +440,11 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     let err = String::from_utf8_lossy(&third.stderr);
     assert!(third.status.success(), "{err}");
     assert!(err.contains("was left by a run that is gone"), "{err}");
+    // A BiLSTM run has no attention heads to diagnose or draw.
+    let o = seqlab(&["heads", "--run", run.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no attention heads"));
+    let o = seqlab(&["visualize", "--run", run.to_str().unwrap(), "--text", "a b", "--out", run.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no attention to draw"));
     assert!(!lock.exists(), "the lock outlived its run");
 }
 
@@ -490,4 +497,13 @@ fn a_killed_run_resumes_to_the_same_metrics() {
     let o = seqlab(&["train", "--resume", work.path().join("nope").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a seqlab run folder"));
+    // A fresh run into a folder with old checkpoints starts clean (they are removed).
+    train("bilstm-crf.toml", &cut, "3", "1", &[]);
+    let left: Vec<String> = std::fs::read_dir(&cut)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("checkpoint-e"))
+        .collect();
+    assert!(left.iter().all(|n| n.starts_with("checkpoint-e0001.")), "{left:?}");
 }
