@@ -23,9 +23,9 @@ train-attention DATA=toy *ARGS: (_data DATA)
 train-attention-relative DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
 
-# Head-count sweep: attention-CRF at d_model 256 with 1, 2, 4, 8 heads, 3 seeds
-# each, then experiments/heads-sweep.md (F1, epochs to best, collapsed heads)
-# and one set of attention pictures per setting in experiments/heads-sweep/.
+# Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and
+# one set of attention pictures per setting in experiments/heads-sweep/.
+# Head-count sweep: attention-CRF at d_model 256 with 1, 2, 4, 8 heads × 3 seeds.
 sweep-heads DATA=toy *ARGS: (_data DATA)
     for h in 1 2 4 8; do for s in 1 2 3; do {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} --seed $s --set model.encoder.attention.d_model=256 --set model.encoder.attention.heads=$h --out experiments/runs/heads-sweep/h$h-s$s --quiet {{ARGS}}; done; done
     for h in 1 2 4 8; do {{seqlab}} visualize --run experiments/runs/heads-sweep/h$h-s1 --sentence 0 --out experiments/heads-sweep/h$h; done
@@ -51,6 +51,18 @@ score FILE:
 # CRF throughput (NLL forward+backward, Viterbi).
 bench-crf *ARGS:
     {{seqlab}} bench crf {{ARGS}}
+
+# Add --train for forward+backward; each cell runs in a fresh process.
+# Self-attention peak memory and time per implementation and length, with a log-log plot.
+bench-attention *ARGS:
+    {{seqlab}} bench attention --plot experiments/bench/attention-memory.svg {{ARGS}}
+
+# Training-step memory of a config: the planner's estimate against the measured peak.
+bench-memory CONFIG="experiments/configs/attention-crf.toml" *ARGS:
+    {{seqlab}} bench memory --config {{CONFIG}} {{ARGS}}
+
+# Every benchmark with its defaults.
+bench: bench-crf bench-attention bench-memory
 
 # Generate the toy dataset when DATA is the default and missing.
 _data DATA:
