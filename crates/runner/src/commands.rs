@@ -169,14 +169,30 @@ impl LoadedRun {
         Ok(LoadedRun { dir: dir.to_path_buf(), cfg, vocabs })
     }
 
+    /// The run's best model, on an inference backend.
+    pub fn model<B: SeqBackend>(&self, device: &B::Device) -> Result<encoders::Tagger<B>> {
+        let model = build_model::<B>(&self.cfg, &self.vocabs, None, device);
+        rundir::load_module::<B, _>(model, &self.dir.join(rundir::MODEL), device)
+    }
+
+    /// The sentences of `split` of `data` (default: the run's dataset).
+    pub fn split(&self, data: Option<&Path>, split: corpus::SplitName) -> Result<Vec<Sentence>> {
+        let dir = data.map_or_else(|| self.cfg.data.dir.clone(), Path::to_path_buf);
+        let ds = Dataset::load(&dir)?;
+        Ok(ds
+            .split(split)
+            .with_context(|| format!("{}: no {} split", dir.display(), split.as_str()))?
+            .sentences
+            .clone())
+    }
+
     /// Tags encoded sentences with the run's best model (long ones in
     /// windows, as the run was configured).
     pub fn tag<B: AutodiffBackend>(&self, data: &[Encoded], confidence: bool, device: &B::Device) -> Result<TaggedSplit>
     where
         B::InnerBackend: SeqBackend,
     {
-        let model = build_model::<B::InnerBackend>(&self.cfg, &self.vocabs, None, device);
-        let model = rundir::load_module::<B::InnerBackend, _>(model, &self.dir.join(rundir::MODEL), device)?;
+        let model = self.model::<B::InnerBackend>(device)?;
         let tagged = tag_all(&model, &self.vocabs, data, self.cfg.data.windows(), confidence, device);
         if tagged.windowed > 0 {
             eprintln!(
@@ -207,13 +223,7 @@ impl LoadedRun {
 pub fn eval(args: EvalArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
     run.set_windows(args.max_len, args.stride);
-    let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
-    let ds = Dataset::load(&dir)?;
-    let split = ds
-        .split(args.split)
-        .with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?
-        .sentences
-        .clone();
+    let split = run.split(args.data.as_deref(), args.split)?;
     dispatch(args.device, EvalJob { run, split, json: args.json })
 }
 
@@ -404,13 +414,7 @@ pub fn heads(args: HeadsArgs) -> Result<()> {
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
         anyhow::bail!("{}: a {} tagger has no attention heads", args.run.display(), encoder_name(&run.cfg));
     }
-    let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
-    let ds = Dataset::load(&dir)?;
-    let split = ds
-        .split(args.split)
-        .with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?
-        .sentences
-        .clone();
+    let split = run.split(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
         corpus::SplitName::Dev => "heads.csv".to_string(),
@@ -432,8 +436,7 @@ impl Job for HeadsJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let model = build_model::<B::InnerBackend>(&self.run.cfg, &self.run.vocabs, None, &device);
-        let model = rundir::load_module::<B::InnerBackend, _>(model, &self.run.dir.join(rundir::MODEL), &device)?;
+        let model = self.run.model::<B::InnerBackend>(&device)?;
         let tokens: Vec<Vec<String>> = self.split.iter().map(|s| s.tokens.clone()).collect();
         let stats = crate::heads::diagnose(&model, &self.run.encode(&self.split), &tokens, &device);
         write_heads_csv(&self.out, &stats)?;
@@ -482,12 +485,9 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let (tokens, label) = match (&args.text, args.sentence) {
         (Some(t), _) => (text_tokens(t), "text".to_string()),
         (None, Some(n)) => {
-            let dir = args.data.clone().unwrap_or_else(|| run.cfg.data.dir.clone());
-            let ds = Dataset::load(&dir)?;
-            let split =
-                ds.split(args.split).with_context(|| format!("{}: no {} split", dir.display(), args.split.as_str()))?;
-            let s = split.sentences.get(n).with_context(|| {
-                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.sentences.len())
+            let split = run.split(args.data.as_deref(), args.split)?;
+            let s = split.get(n).with_context(|| {
+                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.len())
             })?;
             (s.tokens.clone(), format!("{} sentence {n}", args.split.as_str()))
         }
@@ -513,8 +513,7 @@ impl Job for VisualizeJob {
     {
         use crate::visualize as vis;
         let VisualizeJob { run, tokens, label, args } = self;
-        let model = build_model::<B::InnerBackend>(&run.cfg, &run.vocabs, None, &device);
-        let model = rundir::load_module::<B::InnerBackend, _>(model, &run.dir.join(rundir::MODEL), &device)?;
+        let model = run.model::<B::InnerBackend>(&device)?;
         let sentence = Sentence { tokens: tokens.clone(), tags: Vec::new(), doc: 0, line: 1 };
         let encoded = run.encode(std::slice::from_ref(&sentence));
         let tags: Vec<String> = crate::evaluate::tag_all(

@@ -42,6 +42,15 @@ pub fn visible_range(len: usize, max: usize, focus: usize) -> (std::ops::Range<u
     (r, note)
 }
 
+/// `<svg …>` of this size with the CJK-capable fonts, a white page and `title`.
+fn svg_start(width: f64, height: f64, title: &str) -> String {
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="{}" font-size="12"><rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14">{}</text>"#,
+        escape(FONT_FAMILY),
+        escape(title)
+    )
+}
+
 /// A heatmap of `w` (`rows × cols`, row-major) with labels on both axes.
 pub fn heatmap_svg(title: &str, w: &[f32], row_labels: &[String], col_labels: &[String]) -> String {
     let (rows, cols) = (row_labels.len(), col_labels.len());
@@ -53,17 +62,7 @@ pub fn heatmap_svg(title: &str, w: &[f32], row_labels: &[String], col_labels: &[
     let width = x0 + cols as f64 * cell + 70.0;
     let height = y0 + rows as f64 * cell + 20.0;
     let max = w.iter().cloned().fold(0f32, f32::max).max(1e-9);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="{}" font-size="12">"#,
-        escape(FONT_FAMILY)
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14">{}</text>"#,
-        escape(title)
-    );
+    let mut s = svg_start(width, height, title);
     for (i, l) in row_labels.iter().enumerate() {
         let y = y0 + (i as f64 + 0.7) * cell;
         let _ = write!(s, r#"<text class="row" x="{:.1}" y="{y:.1}" text-anchor="end">{}</text>"#, x0 - 4.0, escape(l));
@@ -113,17 +112,7 @@ pub fn bars_svg(title: &str, values: &[f32], labels: &[String]) -> String {
     let height =
         y0 + h + 20.0 + 9.0 * labels.iter().map(|l| l.chars().count()).max().unwrap_or(1).min(16) as f64 + 20.0;
     let max = values.iter().cloned().fold(0f32, f32::max).max(1e-9);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="{}" font-size="12">"#,
-        escape(FONT_FAMILY)
-    );
-    let _ = write!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14">{}</text>"#,
-        escape(title)
-    );
+    let mut s = svg_start(width, height, title);
     for (j, (&v, l)) in values.iter().zip(labels).enumerate() {
         let bh = h * (v / max) as f64;
         let x = x0 + j as f64 * bar;
