@@ -103,6 +103,14 @@ pub enum OptimizerKind {
     Sgd,
 }
 
+/// What a non-finite loss or gradient does to a training run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNan {
+    Stop,
+    Skip,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Schedule {
@@ -154,6 +162,12 @@ pub struct TrainConfig {
     /// (up to `batch_size`) whose step fits is chosen, or dense attention
     /// switches to chunked; empty means no budget.
     pub max_memory: String,
+    /// Also write a checkpoint every this many optimizer steps inside an
+    /// epoch (one is always written at the end of each epoch); 0: epochs only.
+    pub checkpoint_every: usize,
+    /// What a NaN or infinite loss or gradient does: `stop` the run (the
+    /// last checkpoint stays as it was) or `skip` the batch and go on.
+    pub on_nan: OnNan,
 }
 
 impl Default for TrainConfig {
@@ -176,6 +190,8 @@ impl Default for TrainConfig {
             eval_every: 1,
             max_minutes: 0.0,
             max_memory: String::new(),
+            checkpoint_every: 0,
+            on_nan: OnNan::Stop,
         }
     }
 }

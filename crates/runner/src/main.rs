@@ -101,6 +101,10 @@ fn main() {
         },
     });
     if let Err(e) = result {
+        if let Some(stop) = e.downcast_ref::<train::Interrupted>() {
+            eprintln!("{stop}");
+            std::process::exit(130);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(2);
     }

@@ -25,6 +25,8 @@ pub struct Prepared {
     /// The tagger's tag set (in `vocabs.scheme`).
     pub tags: Vec<Tag>,
     pub train: Vec<Encoded>,
+    /// Where each training example starts: `(file, line)`, for messages.
+    pub train_origin: (std::path::PathBuf, Vec<usize>),
     pub train_tokens: usize,
     pub eval: Vec<EvalSplit>,
     /// `[words, dim]` pretrained matrix, when configured.
@@ -73,12 +75,14 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let win = cfg.data.windows();
     let mut windowed = 0;
     let mut train_enc = Vec::with_capacity(train.sentences.len());
+    let mut train_lines = Vec::with_capacity(train.sentences.len());
     for s in &train.sentences {
         let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
         let ws = win.of(s.tokens.len());
         windowed += usize::from(ws.len() > 1);
         for r in ws {
             let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
+            train_lines.push(s.line + r.start);
             train_enc.push(vocabs.encode(&s.tokens[r], Some(&tags), max_chars));
         }
     }
@@ -104,6 +108,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         vocabs,
         tags,
         train: train_enc,
+        train_origin: (train.path.clone(), train_lines),
         train_tokens: train.tokens(),
         eval,
         pretrained,

@@ -227,7 +227,7 @@ pub fn load_record<B: Backend, R: Record<B>>(path: &Path, device: &B::Device) ->
         .map_err(|e| anyhow::anyhow!("{}: not a checkpoint of this model: {e}", path.display()))
 }
 
-/// Where training stands after an epoch: enough to continue exactly.
+/// Where training stands at a checkpoint: enough to continue exactly.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TrainState {
     /// Epochs completed.
@@ -240,26 +240,72 @@ pub struct TrainState {
     pub since_best: usize,
     pub train_seconds: f64,
     pub train_tokens: usize,
+    /// How far epoch `epoch + 1` got (nothing at an epoch's end).
+    #[serde(default)]
+    pub partial: EpochSoFar,
+    /// Seconds of the whole run so far, evaluation included (for `train.max_minutes`).
+    #[serde(default)]
+    pub wall_seconds: f64,
+    /// Batches skipped for a NaN or infinite loss or gradient (`train.on_nan = "skip"`).
+    #[serde(default)]
+    pub skipped_batches: usize,
 }
 
-/// The files of the checkpoint after `epoch`: model, optimizer, state (written last).
-pub fn checkpoint_files(dir: &Path, epoch: usize) -> [PathBuf; 3] {
-    ["model", "optim", "json"].map(|ext| dir.join(format!("checkpoint-e{epoch:04}.{ext}")))
+/// The running sums of an epoch in progress.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EpochSoFar {
+    /// Batches done (trained or skipped).
+    pub batches: usize,
+    pub loss_sum: f64,
+    pub tokens: usize,
+    pub sentences: usize,
+    pub seconds: f64,
 }
 
-/// Epochs that have a checkpoint state file, newest first.
-pub fn checkpoint_epochs(dir: &Path) -> Vec<usize> {
-    let mut e: Vec<usize> = std::fs::read_dir(dir)
+impl TrainState {
+    /// Where this state stands: epochs done, batches of the next.
+    pub fn position(&self) -> Position {
+        Position { epoch: self.epoch, batch: self.partial.batches }
+    }
+}
+
+/// A checkpoint's place in training: after `epoch` epochs and `batch`
+/// batches of the next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    pub epoch: usize,
+    pub batch: usize,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.batch == 0 {
+            write!(f, "epoch {}", self.epoch)
+        } else {
+            write!(f, "epoch {}, batch {}", self.epoch + 1, self.batch)
+        }
+    }
+}
+
+/// The files of the checkpoint at `at`: model, optimizer, state (written last).
+pub fn checkpoint_files(dir: &Path, at: Position) -> [PathBuf; 3] {
+    ["model", "optim", "json"].map(|ext| dir.join(format!("checkpoint-e{:04}-b{:06}.{ext}", at.epoch, at.batch)))
+}
+
+/// Checkpoints that have a state file, newest first.
+pub fn checkpoints(dir: &Path) -> Vec<Position> {
+    let mut found: Vec<Position> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|f| {
             let name = f.file_name().to_string_lossy().to_string();
-            name.strip_prefix("checkpoint-e")?.strip_suffix(".json")?.parse().ok()
+            let (e, b) = name.strip_prefix("checkpoint-e")?.strip_suffix(".json")?.split_once("-b")?;
+            Some(Position { epoch: e.parse().ok()?, batch: b.parse().ok()? })
         })
         .collect();
-    e.sort_unstable_by(|a, b| b.cmp(a));
-    e
+    found.sort_unstable_by(|a, b| b.cmp(a));
+    found
 }
 
 /// The payload of a checkpoint, if it is complete and intact.

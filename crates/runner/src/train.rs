@@ -2,12 +2,13 @@
 //! backward → optimizer step; dev F1 after each epoch, the best model kept,
 //! early stopping; then the test split with the best model.
 
+use crate::config::OnNan;
 use crate::config::{OptimizerKind, RunConfig};
 use crate::evaluate::{predictions_file, score_predictions, tag_all};
 use crate::prep::Prepared;
 use crate::rundir::{self, EpochRow, SplitMetrics, Summary};
 use anyhow::{bail, Result};
-use burn::module::AutodiffModule;
+use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::grad_clipping::GradientClippingConfig;
@@ -25,6 +26,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The optimizers a config can name.
@@ -111,7 +114,7 @@ where
     if !opts.resume {
         prep.vocabs.save(&out.join(rundir::VOCAB))?;
         // Checkpoints of an earlier run in this folder must not be resumed into this one.
-        for old in rundir::checkpoint_epochs(out) {
+        for old in rundir::checkpoints(out) {
             for f in rundir::checkpoint_files(out, old) {
                 let _ = std::fs::remove_file(f);
             }
@@ -131,6 +134,9 @@ where
         since_best: 0,
         train_seconds: 0.0,
         train_tokens: 0,
+        partial: Default::default(),
+        wall_seconds: 0.0,
+        skipped_batches: 0,
     };
     let mut rows: Vec<EpochRow> = Vec::new();
     if opts.resume {
@@ -138,7 +144,7 @@ where
         rows = rundir::read_metrics(&out.join(rundir::METRICS))?;
         rows.truncate(state.epoch);
         if !opts.quiet {
-            eprintln!("resuming {} after epoch {} (step {})", out.display(), state.epoch, state.step);
+            eprintln!("resuming {} after {} (step {})", out.display(), state.position(), state.step);
         }
     }
     let t = &cfg.train;
@@ -149,23 +155,31 @@ where
     let (mut best_f1, mut best_epoch, mut since_best) =
         (state.best_f1.unwrap_or(f64::NEG_INFINITY), state.best_epoch, state.since_best);
     let (mut train_seconds, mut train_tokens) = (state.train_seconds, state.train_tokens);
-    let mut step = state.step;
+    let (mut step, mut skipped_batches) = (state.step, state.skipped_batches);
+    let mut resumed_epoch = std::mem::take(&mut state.partial);
     let run_started = Instant::now();
+    let wall = |started: &Instant| state.wall_seconds + started.elapsed().as_secs_f64();
     let stopped_early = |since_best: usize| t.patience > 0 && since_best >= t.patience;
     let start = if stopped_early(since_best) { t.epochs + 1 } else { state.epoch + 1 };
+    let interrupt = Interrupt::install();
     for epoch in start..=t.epochs {
-        // Every epoch starts from seeds of its own (dropout, word dropout,
-        // batch order), so a run resumed after epoch N continues exactly as
-        // the uninterrupted run would have.
-        let epoch_seed = cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(epoch as u64);
-        B::seed(device, epoch_seed);
-        let mut rng = ChaCha8Rng::seed_from_u64(epoch_seed);
         let batches =
             plan_batches(&lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
+        let so_far = std::mem::take(&mut resumed_epoch);
         let bar = progress(opts.quiet, batches.len(), epoch, t.epochs);
+        bar.set_position(so_far.batches as u64);
         let started = Instant::now();
-        let (mut loss_sum, mut tokens, mut sentences, mut lr) = (0.0f64, 0usize, 0usize, t.lr);
-        for ids in &batches {
+        let (mut loss_sum, mut tokens, mut sentences, mut lr) =
+            (so_far.loss_sum, so_far.tokens, so_far.sentences, t.lr);
+        let epoch_seconds = |started: &Instant| so_far.seconds + started.elapsed().as_secs_f64();
+        for (b, ids) in batches.iter().enumerate().skip(so_far.batches) {
+            // Every batch draws from seeds of its own (dropout, word
+            // dropout), so a run resumed from any checkpoint continues
+            // exactly as the uninterrupted run would have.
+            let batch_seed =
+                cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(((epoch as u64) << 32) | b as u64);
+            B::seed(device, batch_seed);
+            let mut rng = ChaCha8Rng::seed_from_u64(batch_seed);
             let mut batch = pad(&prep.train, ids);
             if t.word_dropout > 0.0 {
                 for (w, &real) in batch.words.iter_mut().zip(&batch.mask) {
@@ -178,30 +192,70 @@ where
             let gold = tags_tensor::<B>(&batch, device).expect("training batches carry tags");
             let loss = model.loss(&input, gold);
             let value: f64 = loss.clone().into_scalar().elem();
-            if !value.is_finite() {
-                bail!(
-                    "epoch {epoch}, batch {}: the loss is {value}; likely causes: a learning rate too high ({lr}), or exploding gradients (lower train.lr or set train.grad_clip)",
-                    bar.position() + 1
-                );
-            }
             let grads = GradientsParams::from_grads(loss.backward(), &model);
-            lr = t.lr_at(step, total_steps, epoch - 1);
-            model = opt.step(lr, model, grads);
-            step += 1;
-            let n: usize = batch.lengths.iter().sum();
-            loss_sum += value * ids.len() as f64;
-            tokens += n;
-            sentences += ids.len();
+            let bad = if !value.is_finite() {
+                Some(format!("the loss is {value}"))
+            } else if !gradients_finite(&model, &grads) {
+                Some("a gradient is NaN or infinite".to_string())
+            } else {
+                None
+            };
+            match (bad, t.on_nan) {
+                (Some(what), OnNan::Stop) => {
+                    bar.finish_and_clear();
+                    bail!(
+                        "epoch {epoch}, batch {} of {}: {what}; {}. The run stopped here; its last checkpoint ({}) is untouched (`seqlab train --resume {}` after changing the config, or set train.on_nan = \"skip\")",
+                        b + 1,
+                        batches.len(),
+                        likely_cause(&batch, &prep.train_origin, lr),
+                        rundir::checkpoints(out).first().map_or("none yet".to_string(), |p| p.to_string()),
+                        out.display()
+                    );
+                }
+                (Some(what), OnNan::Skip) => {
+                    skipped_batches += 1;
+                    bar.suspend(|| {
+                        eprintln!(
+                            "warning: epoch {epoch}, batch {}: {what}; batch skipped ({}) ",
+                            b + 1,
+                            likely_cause(&batch, &prep.train_origin, lr)
+                        )
+                    });
+                }
+                (None, _) => {
+                    lr = t.lr_at(step, total_steps, epoch - 1);
+                    model = opt.step(lr, model, grads);
+                    step += 1;
+                    loss_sum += value * ids.len() as f64;
+                    tokens += batch.lengths.iter().sum::<usize>();
+                    sentences += ids.len();
+                }
+            }
             bar.inc(1);
-            let secs = started.elapsed().as_secs_f64();
             bar.set_message(format!(
                 "loss {:.3}  {:.0} tok/s",
-                loss_sum / sentences as f64,
-                tokens as f64 / secs.max(1e-9)
+                loss_sum / sentences.max(1) as f64,
+                tokens as f64 / epoch_seconds(&started).max(1e-9)
             ));
+            let done = b + 1;
+            let interrupted = interrupt.requested();
+            let due = t.checkpoint_every > 0 && step > 0 && step % t.checkpoint_every == 0;
+            if done < batches.len() && (interrupted || due) {
+                // The epoch's own sums go in `partial`; the run's totals keep finished epochs only.
+                let mut at = state_now(epoch - 1, step, best_f1, best_epoch, since_best, train_seconds, train_tokens);
+                at.partial =
+                    rundir::EpochSoFar { batches: done, loss_sum, tokens, sentences, seconds: epoch_seconds(&started) };
+                at.wall_seconds = wall(&run_started);
+                at.skipped_batches = skipped_batches;
+                save_checkpoint(&model, &opt, &at, out)?;
+                if interrupted {
+                    bar.finish_and_clear();
+                    return Err(Interrupted { out: out.to_path_buf(), at: at.position() }.into());
+                }
+            }
         }
         bar.finish_and_clear();
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = epoch_seconds(&started);
         train_seconds += seconds;
         train_tokens += tokens;
         let train_loss = loss_sum / prep.train.len().max(1) as f64;
@@ -251,33 +305,29 @@ where
         }
         rows.push(row);
         rundir::write_metrics(&out.join(rundir::METRICS), &rows)?;
-        save_checkpoint(
-            &model,
-            &opt,
-            &rundir::TrainState {
-                epoch,
-                step,
-                best_f1: best_f1.is_finite().then_some(best_f1),
-                best_epoch,
-                since_best,
-                train_seconds,
-                train_tokens,
-            },
-            out,
-        )?;
+        let mut at = state_now(epoch, step, best_f1, best_epoch, since_best, train_seconds, train_tokens);
+        at.wall_seconds = wall(&run_started);
+        at.skipped_batches = skipped_batches;
+        save_checkpoint(&model, &opt, &at, out)?;
+        if interrupt.requested() {
+            return Err(Interrupted { out: out.to_path_buf(), at: at.position() }.into());
+        }
         if stopped_early(since_best) {
             if !opts.quiet {
                 eprintln!("early stop: no better dev F1 for {} epochs", t.patience);
             }
             break;
         }
-        let minutes = run_started.elapsed().as_secs_f64() / 60.0;
+        let minutes = wall(&run_started) / 60.0;
         if t.max_minutes > 0.0 && minutes >= t.max_minutes && epoch < t.epochs {
             if !opts.quiet {
                 eprintln!("stop: {minutes:.1} minutes used of train.max_minutes = {}", t.max_minutes);
             }
             break;
         }
+    }
+    if skipped_batches > 0 {
+        eprintln!("warning: {skipped_batches} batches were skipped for a NaN or infinite loss or gradient");
     }
     // The best model on dev and test.
     let best = rundir::load_module::<B::InnerBackend, _>(
@@ -327,7 +377,7 @@ where
     Ok(summary)
 }
 
-/// Writes the checkpoint after `state.epoch` (model, optimizer, then the
+/// Writes the checkpoint at `state`'s position (model, optimizer, then the
 /// state file, each atomically) and removes all but the two newest.
 fn save_checkpoint<B: AutodiffBackend>(
     model: &Tagger<B>,
@@ -335,7 +385,7 @@ fn save_checkpoint<B: AutodiffBackend>(
     state: &rundir::TrainState,
     out: &Path,
 ) -> Result<()> {
-    let [m, o, j] = rundir::checkpoint_files(out, state.epoch);
+    let [m, o, j] = rundir::checkpoint_files(out, state.position());
     rundir::save_module::<B, _>(model, &m)?;
     match opt {
         Opt::Adam(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
@@ -343,7 +393,7 @@ fn save_checkpoint<B: AutodiffBackend>(
         Opt::Sgd(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
     }
     rundir::write_json(&j, state)?;
-    for old in rundir::checkpoint_epochs(out).into_iter().skip(2) {
+    for old in rundir::checkpoints(out).into_iter().skip(2) {
         for f in rundir::checkpoint_files(out, old) {
             let _ = std::fs::remove_file(f);
         }
@@ -359,12 +409,15 @@ fn load_checkpoint<B: AutodiffBackend>(
     out: &Path,
     device: &B::Device,
 ) -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
-    let epochs = rundir::checkpoint_epochs(out);
-    if epochs.is_empty() {
-        bail!("{}: no checkpoint to resume from (none is written before the first epoch ends)", out.display());
+    let found = rundir::checkpoints(out);
+    if found.is_empty() {
+        bail!(
+            "{}: no checkpoint to resume from (the first is written at the end of epoch 1, or after train.checkpoint_every steps)",
+            out.display()
+        );
     }
-    for epoch in epochs {
-        let [m, o, j] = rundir::checkpoint_files(out, epoch);
+    for at in found {
+        let [m, o, j] = rundir::checkpoint_files(out, at);
         let attempt = || -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
             let text = corpus::io::read_text(&j)?;
             let state: rundir::TrainState =
@@ -379,10 +432,114 @@ fn load_checkpoint<B: AutodiffBackend>(
         };
         match attempt() {
             Ok(found) => return Ok(found),
-            Err(e) => eprintln!("note: skipping the checkpoint of epoch {epoch}: {e:#}"),
+            Err(e) => eprintln!("note: skipping the checkpoint at {at}: {e:#}"),
         }
     }
     bail!("{}: every checkpoint is damaged; the run cannot be resumed", out.display())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn state_now(
+    epoch: usize,
+    step: usize,
+    best_f1: f64,
+    best_epoch: usize,
+    since_best: usize,
+    train_seconds: f64,
+    train_tokens: usize,
+) -> rundir::TrainState {
+    rundir::TrainState {
+        epoch,
+        step,
+        best_f1: best_f1.is_finite().then_some(best_f1),
+        best_epoch,
+        since_best,
+        train_seconds,
+        train_tokens,
+        partial: Default::default(),
+        wall_seconds: 0.0,
+        skipped_batches: 0,
+    }
+}
+
+/// Training stopped by Ctrl-C (or SIGTERM) after writing a checkpoint;
+/// `main` prints it and exits with status 130.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub out: std::path::PathBuf,
+    pub at: rundir::Position,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted: checkpoint written at {}; continue with\n  seqlab train --resume {}",
+            self.at,
+            self.out.display()
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// The first SIGINT or SIGTERM asks the training loop to stop after the
+/// current step (it writes a checkpoint and exits with 130); a second one
+/// ends the process at once.
+struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    fn install() -> Interrupt {
+        let flag = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Registered first, so it sees the flag as the previous signal left it.
+            let _ = signal_hook::flag::register_conditional_shutdown(signal, 130, flag.clone());
+            let _ = signal_hook::flag::register(signal, flag.clone());
+        }
+        Interrupt(flag)
+    }
+
+    fn requested(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether every gradient is finite: Σ 0·g is 0 exactly unless some
+/// element is NaN or ±∞ (one reduction per parameter, one read back).
+fn gradients_finite<B: AutodiffBackend>(model: &Tagger<B>, grads: &GradientsParams) -> bool {
+    struct Collect<'a, B: AutodiffBackend> {
+        grads: &'a GradientsParams,
+        sums: Vec<Tensor<B::InnerBackend, 1>>,
+    }
+    impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_, B> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
+                self.sums.push(g.mul_scalar(0.0).sum());
+            }
+        }
+    }
+    let mut c = Collect::<B> { grads, sums: Vec::new() };
+    model.visit(&mut c);
+    if c.sums.is_empty() {
+        return true;
+    }
+    let total: f64 = Tensor::cat(c.sums, 0).sum().into_scalar().elem();
+    total.is_finite()
+}
+
+/// The likeliest reason a batch's loss or gradient went non-finite.
+fn likely_cause(batch: &corpus::batch::PaddedBatch, origin: &(std::path::PathBuf, Vec<usize>), lr: f64) -> String {
+    let (file, lines) = origin;
+    let at = |i: usize| lines.get(batch.ids[i]).map_or("?".to_string(), |l| format!("{}:{l}", file.display()));
+    if let Some(i) = batch.lengths.iter().position(|&n| n == 0) {
+        return format!("likely cause: an empty sentence at {}, whose row is fully masked", at(i));
+    }
+    let first: Vec<String> = (0..batch.ids.len().min(3)).map(at).collect();
+    format!(
+        "likely cause: a learning rate too high (train.lr = {lr:e}) or exploding gradients — lower train.lr or set train.grad_clip; the batch's sentences start at {}{}",
+        first.join(", "),
+        if batch.ids.len() > 3 { ", …" } else { "" }
+    )
 }
 
 /// A short description of the encoder, e.g. `bilstm` or `attention-relative`.

@@ -448,45 +448,65 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     assert!(!lock.exists(), "the lock outlived its run");
 }
 
-#[test]
-fn a_killed_run_resumes_to_the_same_metrics() {
-    let work = tempfile::tempdir().unwrap();
-    let whole = work.path().join("whole");
-    train("bilstm-crf.toml", &whole, "3", "6", &[]);
-    // The same run, killed once the checkpoint of epoch 2 is written.
-    let cut = work.path().join("cut");
+/// `seqlab train` arguments for a bilstm-crf run on the toy data.
+fn train_args(out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> Vec<String> {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
     let mut args: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    args.extend(["--out", cut.to_str().unwrap(), "--seed", "3", "--epochs", "6", "--quiet"].map(String::from));
-    args.extend(SMALL.iter().map(|s| s.to_string()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seqlab")).args(&args).spawn().unwrap();
+    args.extend(["--out", out.to_str().unwrap(), "--seed", seed, "--epochs", epochs, "--quiet"].map(String::from));
+    args.extend(SMALL.iter().chain(extra).map(|s| s.to_string()));
+    args
+}
+
+/// Checkpoint state files in `dir`, sorted.
+fn checkpoint_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("checkpoint-e") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Starts a training run and waits until a checkpoint satisfying `ready` exists.
+fn start_until(args: &[String], dir: &Path, ready: impl Fn(&str) -> bool) -> std::process::Child {
+    let child =
+        Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let t0 = std::time::Instant::now();
-    while !cut.join("checkpoint-e0002.json").exists() {
+    while !dir.exists() || !checkpoint_names(dir).iter().any(|n| ready(n)) {
         assert!(t0.elapsed().as_secs() < 120, "no checkpoint appeared");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+    child
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_same_metrics() {
+    let work = tempfile::tempdir().unwrap();
+    let whole = work.path().join("whole");
+    train("bilstm-crf.toml", &whole, "3", "6", &[]);
+    // The same run with checkpoints every 5 steps, killed (SIGKILL) once
+    // one inside epoch 2 is written: it resumes mid-epoch.
+    let cut = work.path().join("cut");
+    let args = train_args(&cut, "3", "6", &["--set", "train.checkpoint_every=5"]);
+    let mut child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-b") && !n.contains("-b000000"));
     assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!cut.join("summary.json").exists());
     // A damaged newest checkpoint is skipped for the one before.
-    let newest = std::fs::read_dir(&cut)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("checkpoint-e") && n.ends_with(".json"))
-        .max()
-        .unwrap();
+    let newest = checkpoint_names(&cut).pop().unwrap();
     let model = cut.join(newest.replace(".json", ".model"));
     let bytes = std::fs::read(&model).unwrap();
     std::fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
     let o = seqlab(&["train", "--resume", cut.to_str().unwrap(), "--quiet"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("skipping the checkpoint of epoch") && err.contains("truncated"), "{err}");
+    assert!(err.contains("skipping the checkpoint at epoch") && err.contains("truncated"), "{err}");
     let a = metrics(&whole);
     let b = metrics(&cut);
     assert_eq!(a.len(), 6);
@@ -499,11 +519,53 @@ fn a_killed_run_resumes_to_the_same_metrics() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a seqlab run folder"));
     // A fresh run into a folder with old checkpoints starts clean (they are removed).
     train("bilstm-crf.toml", &cut, "3", "1", &[]);
-    let left: Vec<String> = std::fs::read_dir(&cut)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("checkpoint-e"))
-        .collect();
-    assert!(left.iter().all(|n| n.starts_with("checkpoint-e0001.")), "{left:?}");
+    assert_eq!(checkpoint_names(&cut), vec!["checkpoint-e0001-b000000.json".to_string()]);
+}
+
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_exits_130_with_the_resume_command() {
+    let work = tempfile::tempdir().unwrap();
+    let whole = work.path().join("whole");
+    train("bilstm-crf.toml", &whole, "4", "3", &[]);
+    let cut = work.path().join("cut");
+    let args = train_args(&cut, "4", "3", &[]);
+    let child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-"));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    let resume = format!("seqlab train --resume {}", cut.display());
+    assert!(err.contains("interrupted: checkpoint written at epoch") && err.contains(&resume), "{err}");
+    assert!(!cut.join(".lock").exists(), "the lock outlived the interrupted run");
+    // The interrupted step's checkpoint is the newest, and resuming from it
+    // ends where the uninterrupted run did.
+    let o = seqlab(&["train", "--resume", cut.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(metrics(&whole), metrics(&cut));
+}
+
+#[test]
+fn a_nan_loss_stops_the_run_naming_epoch_batch_and_cause_or_is_skipped() {
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    // Adam with lr 1e30 and no clipping sends every weight to ~1e30 in one step.
+    let blow_up = ["--set", "train.lr=1e30", "--set", "train.grad_clip=0", "--set", "train.checkpoint_every=1"];
+    let o = seqlab(&train_args(&run, "1", "1", &blow_up).iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("epoch 1, batch 2 of "), "{err}");
+    assert!(err.contains("NaN") || err.contains("inf"), "{err}");
+    assert!(err.contains("learning rate too high (train.lr = 1e30)") && err.contains("train.txt:"), "{err}");
+    // The checkpoint written before the bad batch is intact and resumable.
+    assert_eq!(checkpoint_names(&run), vec!["checkpoint-e0000-b000001.json".to_string()]);
+    assert!(err.contains("last checkpoint (epoch 1, batch 1) is untouched"), "{err}");
+    // on_nan = "skip" goes on, and says how many batches it skipped.
+    let mut skip = blow_up.to_vec();
+    skip.extend(["--set", "train.on_nan=skip"]);
+    let o = seqlab(&train_args(&run, "1", "1", &skip).iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("batch skipped") && err.contains("batches were skipped"), "{err}");
+    assert!(run.join("summary.json").exists());
 }
