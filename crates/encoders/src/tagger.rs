@@ -82,6 +82,44 @@ pub struct TaggerShape<'a> {
 }
 
 impl TaggerConfig {
+    /// Settings that cannot build a working tagger, as `section.key: why`
+    /// (sizes of 0, dropout outside [0, 1), incompatible attention options).
+    pub fn validate(&self) -> Result<(), String> {
+        let f = &self.features;
+        let positive = |name: &str, v: usize| if v == 0 { Err(format!("{name} must be at least 1")) } else { Ok(()) };
+        let probability = |name: &str, p: f64| {
+            if (0.0..1.0).contains(&p) {
+                Ok(())
+            } else {
+                Err(format!("{name} must be a probability in [0, 1), found {p}"))
+            }
+        };
+        positive("features.word_dim", f.word_dim)?;
+        if f.char_dim > 0 {
+            positive("features.char_filters", f.char_filters)?;
+            positive("features.char_kernel", f.char_kernel)?;
+        }
+        probability("features.dropout", f.dropout)?;
+        match self.encoder.kind {
+            EncoderKind::Bilstm => {
+                let b = &self.encoder.bilstm;
+                positive("encoder.bilstm.hidden", b.hidden)?;
+                positive("encoder.bilstm.layers", b.layers)?;
+                probability("encoder.bilstm.dropout", b.dropout)?;
+            }
+            EncoderKind::Attention => {
+                let a = &self.encoder.attention;
+                a.validate().map_err(|e| format!("encoder.attention: {e}"))?;
+                positive("encoder.attention.d_model", a.d_model)?;
+                positive("encoder.attention.layers", a.layers)?;
+                positive("encoder.attention.ffn", a.ffn)?;
+                probability("encoder.attention.dropout", a.dropout)?;
+                probability("encoder.attention.attention_dropout", a.attention_dropout)?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn init<B: Backend>(&self, shape: TaggerShape<'_>, device: &B::Device) -> Tagger<B> {
         let features = self.features.init(shape.words, shape.chars, shape.pretrained, device);
         let d_in = self.features.output_dim();

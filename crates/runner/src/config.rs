@@ -290,7 +290,27 @@ fn set_path(root: &mut toml::Value, key: &str, value: toml::Value) -> Result<()>
 }
 
 fn validate(cfg: &RunConfig) -> Result<()> {
-    cfg.model.encoder.attention.validate().map_err(|e| anyhow::anyhow!("model.encoder.attention: {e}"))?;
+    cfg.model.validate().map_err(|e| anyhow::anyhow!("model.{e}"))?;
+    if cfg.data.max_word_chars == 0 {
+        bail!("data.max_word_chars must be at least 1");
+    }
+    let t = &cfg.train;
+    for (name, v) in
+        [("train.grad_clip", t.grad_clip), ("train.weight_decay", t.weight_decay), ("train.lr_decay", t.lr_decay)]
+    {
+        if !(v >= 0.0 && v.is_finite()) {
+            bail!("{name} must be a number ≥ 0, found {v}");
+        }
+    }
+    if !(0.0..1.0).contains(&t.momentum) {
+        bail!("train.momentum must be in [0, 1), found {}", t.momentum);
+    }
+    if !(0.0..=1.0).contains(&t.warmup_fraction) {
+        bail!("train.warmup_fraction must be in [0, 1], found {}", t.warmup_fraction);
+    }
+    if !(t.max_minutes >= 0.0 && t.max_minutes.is_finite()) {
+        bail!("train.max_minutes must be a number ≥ 0, found {}", t.max_minutes);
+    }
     if cfg.train.lr <= 0.0 || !cfg.train.lr.is_finite() {
         bail!("train.lr must be a positive number, found {}", cfg.train.lr);
     }
@@ -352,5 +372,183 @@ mod tests {
         assert!((t.lr_at(55, 100, 0) - 0.5).abs() < 1e-12);
         let t = TrainConfig { schedule: Schedule::InverseDecay, lr_decay: 0.05, lr: 0.015, ..Default::default() };
         assert!((t.lr_at(0, 1, 10) - 0.01).abs() < 1e-12);
+    }
+
+    /// Fuzzing the config parser: TOML built from every section's keys
+    /// with good, edge and wrong values, unknown keys and junk lines. A
+    /// config is rejected with an error naming the file, or it builds a
+    /// tagger whose loss on a tiny batch is finite and whose decoding
+    /// tags every token. `SEQLAB_FUZZ_CASES` runs more cases.
+    mod fuzz {
+        use super::*;
+        use burn::backend::NdArray;
+        use burn::tensor::ElementConversion;
+        use corpus::{Normalize, Span, Vocabs};
+        use encoders::input::tags_tensor;
+        use encoders::{TaggerInput, TaggerShape};
+        use proptest::prelude::*;
+
+        const KEYS: &[(&str, &str, &[&str])] = &[
+            ("", "seed", &["1", "18446744073709551615", "-1"]),
+            ("", "name", &["\"x\"", "3"]),
+            ("data", "tag_scheme", &["\"bioes\"", "\"bio\"", "\"iob1\"", "\"bmes\"", "\"data\"", "\"nope\""]),
+            ("data", "lowercase", &["true", "false", "1"]),
+            ("data", "min_word_freq", &["0", "1", "3"]),
+            ("data", "max_word_chars", &["0", "1", "30"]),
+            ("data", "max_len", &["0", "2", "16"]),
+            ("model", "decoder", &["\"crf\"", "\"softmax\"", "\"hmm\""]),
+            ("model", "constrained", &["true", "false"]),
+            ("model.features", "word_dim", &["0", "1", "8"]),
+            ("model.features", "char_dim", &["0", "4"]),
+            ("model.features", "char_filters", &["0", "3"]),
+            ("model.features", "char_kernel", &["0", "1", "3", "9"]),
+            ("model.features", "caps_dim", &["0", "2"]),
+            ("model.features", "dropout", &["0.0", "0.5", "1.0", "-0.1", "nan"]),
+            ("model.encoder", "kind", &["\"bilstm\"", "\"attention\"", "\"rnn\""]),
+            ("model.encoder.bilstm", "hidden", &["0", "1", "6"]),
+            ("model.encoder.bilstm", "layers", &["0", "1", "2"]),
+            ("model.encoder.bilstm", "dropout", &["0.0", "0.3", "1.5"]),
+            ("model.encoder.attention", "d_model", &["0", "1", "6", "8"]),
+            ("model.encoder.attention", "layers", &["0", "1", "2"]),
+            ("model.encoder.attention", "heads", &["0", "1", "2", "3"]),
+            ("model.encoder.attention", "head_dim", &["0", "2"]),
+            ("model.encoder.attention", "ffn", &["0", "1", "8"]),
+            ("model.encoder.attention", "dropout", &["0.0", "0.1", "1.0"]),
+            ("model.encoder.attention", "attention_dropout", &["0.0", "0.1", "-1.0"]),
+            ("model.encoder.attention", "position", &["\"sinusoidal\"", "\"learned\"", "\"relative\"", "\"rope\""]),
+            ("model.encoder.attention", "max_len", &["0", "1", "64"]),
+            ("model.encoder.attention", "scaled", &["true", "false"]),
+            ("model.encoder.attention", "impl", &["\"dense\"", "\"chunked\"", "\"local\"", "\"flash\""]),
+            ("model.encoder.attention", "block", &["0", "1", "2"]),
+            ("model.encoder.attention", "window", &["0", "1", "3"]),
+            ("train", "epochs", &["0", "1"]),
+            ("train", "batch_size", &["0", "1", "4"]),
+            ("train", "lr", &["0.001", "0.0", "-1.0", "inf"]),
+            ("train", "optimizer", &["\"adam\"", "\"adamw\"", "\"sgd\"", "\"lion\""]),
+            ("train", "schedule", &["\"constant\"", "\"warmup_linear\"", "\"warmup_cosine\"", "\"inverse_decay\""]),
+            ("train", "grad_clip", &["0.0", "5.0", "-1.0"]),
+            ("train", "momentum", &["0.9", "1.0"]),
+            ("train", "warmup_fraction", &["0.0", "0.5", "2.0"]),
+            ("train", "word_dropout", &["0.0", "0.5", "1.0"]),
+            ("train", "on_nan", &["\"stop\"", "\"skip\"", "\"ignore\""]),
+            ("train", "checkpoint_every", &["0", "3"]),
+            ("train", "max_memory", &["\"\"", "\"8GiB\"", "\"lots\""]),
+            ("train", "colour", &["\"red\""]),
+            ("model.encoder.attention", "heads_count", &["4"]),
+        ];
+
+        /// A config file: chosen keys grouped by section, sometimes a junk line.
+        fn config_text() -> impl Strategy<Value = String> {
+            let entry = (0..KEYS.len(), any::<prop::sample::Index>());
+            (prop::collection::vec(entry, 0..14), prop::option::of("[^\n]{0,12}")).prop_map(|(picks, junk)| {
+                let mut sections: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+                for (k, v) in picks {
+                    let (section, key, values) = KEYS[k];
+                    let line = format!("{key} = {}", values[v.index(values.len())]);
+                    let lines = sections.entry(section).or_default();
+                    if !lines.iter().any(|l| l.starts_with(&format!("{key} ="))) {
+                        lines.push(line);
+                    }
+                }
+                let mut text = String::new();
+                for (section, lines) in sections {
+                    if !section.is_empty() {
+                        text.push_str(&format!("[{section}]\n"));
+                    }
+                    text.push_str(&(lines.join("\n") + "\n"));
+                }
+                if let Some(j) = junk {
+                    text.push_str(&j);
+                    text.push('\n');
+                }
+                text
+            })
+        }
+
+        /// Builds the tagger of `cfg` on two tiny sentences and runs it.
+        fn tagger_runs(cfg: &RunConfig) -> std::result::Result<(), TestCaseError> {
+            type B = burn::backend::Autodiff<NdArray<f32>>;
+            let device = Default::default();
+            let Ok(scheme) = cfg.data.tagger_scheme(Scheme::Iob2) else { return Ok(()) };
+            let sentences: Vec<Vec<String>> = [vec!["EU", "rejects", "German", "call"], vec!["Peter"]]
+                .iter()
+                .map(|s| s.iter().map(|w| w.to_string()).collect())
+                .collect();
+            let spans = [
+                vec![Span { start: 0, end: 1, label: "ORG".into() }, Span { start: 2, end: 3, label: "MISC".into() }],
+                vec![Span { start: 0, end: 1, label: "PER".into() }],
+            ];
+            let labels: Vec<String> = ["MISC", "ORG", "PER"].map(String::from).to_vec();
+            let normalize = Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
+            let vocabs = Vocabs::build(
+                sentences.iter().map(|s| s.as_slice()),
+                &labels,
+                normalize,
+                cfg.data.min_word_freq,
+                scheme,
+                Scheme::Iob2,
+            );
+            let encoded: Vec<_> = sentences
+                .iter()
+                .zip(&spans)
+                .map(|(s, sp)| vocabs.encode(s, Some(&scheme.encode(s.len(), sp)), cfg.data.max_word_chars))
+                .collect();
+            let model = cfg.model.init::<B>(
+                TaggerShape {
+                    words: vocabs.words.len(),
+                    chars: vocabs.chars.len(),
+                    tags: &vocabs.parsed_tags(),
+                    scheme,
+                    pretrained: None,
+                },
+                &device,
+            );
+            let batch = corpus::batch::pad(&encoded, &[0, 1]);
+            let input = TaggerInput::<B>::from_padded(&batch, &device);
+            let loss: f64 = model.loss(&input, tags_tensor::<B>(&batch, &device).unwrap()).into_scalar().elem();
+            prop_assert!(loss.is_finite(), "loss {loss}");
+            let tags = model.decode(&input);
+            prop_assert_eq!(tags.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 1]);
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: std::env::var("SEQLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
+
+            #[test]
+            fn fuzz_config_parser(text in config_text()) {
+                let d = tempfile::tempdir().unwrap();
+                let p = d.path().join("c.toml");
+                std::fs::write(&p, &text).unwrap();
+                match load(Some(&p), &[]) {
+                    Err(e) => {
+                        let msg = format!("{e:#}");
+                        let named = msg.starts_with(&p.display().to_string())
+                            || ["model.", "data.", "train."].iter().any(|s| msg.starts_with(s));
+                        prop_assert!(named, "error names neither the file nor the key: {msg}");
+                    }
+                    Ok(cfg) => tagger_runs(&cfg)?,
+                }
+                // The same keys given as --set overrides.
+                let sets: Vec<String> = text
+                    .lines()
+                    .scan(String::new(), |section, l| {
+                        if let Some(s) = l.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                            *section = format!("{s}.");
+                            return Some(None);
+                        }
+                        Some(l.split_once(" = ").map(|(k, v)| format!("{section}{k}={v}")))
+                    })
+                    .flatten()
+                    .collect();
+                if let Ok(cfg) = load(None, &sets) {
+                    tagger_runs(&cfg)?;
+                }
+            }
+        }
     }
 }
