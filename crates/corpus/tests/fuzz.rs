@@ -6,8 +6,9 @@
 //! error naming the file and a line inside it; never panic, never drop a
 //! token.
 //!
-//! CI runs a few hundred cases per target. Fuzz longer with
-//! `SEQLAB_FUZZ_CASES=200000 cargo test --release -p corpus --test fuzz`.
+//! CI runs a few hundred cases per target. Fuzz for ten minutes a target with
+//! `SEQLAB_FUZZ_SECONDS=600 cargo test -p corpus --test fuzz -- --nocapture`
+//! (`just fuzz`); each target then prints how many inputs it tried.
 //! Inputs that once broke a reader live in `tests/fuzz-corpus/<target>/`
 //! and are replayed by `the_corpus_of_interesting_inputs_still_passes`.
 
@@ -15,15 +16,31 @@ use corpus::error::CorpusError;
 use corpus::reader::{parse_tagged, Columns};
 use corpus::score::{Mode, ScoreFile};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
+use proptest::test_runner::{Config, TestRunner};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-fn cases() -> u32 {
-    std::env::var("SEQLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
-}
-
-fn config() -> Config {
-    Config { cases: cases(), failure_persistence: None, ..Config::default() }
+/// Runs `check` on inputs drawn from `strategy`: 256 of them, or rounds of
+/// fresh random inputs until `SEQLAB_FUZZ_SECONDS` have passed. A failure
+/// panics with the shrunk input.
+fn fuzz<S: Strategy>(name: &str, strategy: S, check: fn(&S::Value) -> Result<(), TestCaseError>) {
+    let seconds: Option<u64> = std::env::var("SEQLAB_FUZZ_SECONDS").ok().and_then(|v| v.parse().ok());
+    let started = Instant::now();
+    let mut tried = 0u64;
+    loop {
+        let config = Config { cases: 256, failure_persistence: None, ..Config::default() };
+        let mut runner = TestRunner::new(config);
+        if let Err(e) = runner.run(&strategy, |v| check(&v)) {
+            panic!("{name}: {e}");
+        }
+        tried += 256;
+        if seconds.is_none_or(|s| started.elapsed() >= Duration::from_secs(s)) {
+            break;
+        }
+    }
+    if seconds.is_some() {
+        eprintln!("{name}: {tried} inputs in {:.0} s, no failure", started.elapsed().as_secs_f64());
+    }
 }
 
 /// One line of a column file, as noisy as the files people have.
@@ -252,33 +269,29 @@ fn dataset_toml() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![3 => prop::collection::vec(entry, 0..8).prop_map(|l| l.join("\n").into_bytes()), 1 => any_input()]
 }
 
-proptest! {
-    #![proptest_config(config())]
+#[test]
+fn fuzz_column_reader() {
+    fuzz("column reader", any_input(), |b| column_reader(b));
+}
 
-    #[test]
-    fn fuzz_column_reader(bytes in any_input()) {
-        column_reader(&bytes)?;
-    }
+#[test]
+fn fuzz_score_reader() {
+    fuzz("score reader", any_input(), |b| score_reader(b));
+}
 
-    #[test]
-    fn fuzz_score_reader(bytes in any_input()) {
-        score_reader(&bytes)?;
-    }
+#[test]
+fn fuzz_vectors_reader() {
+    fuzz("vectors reader", vectors_file(), |b| vectors_reader(b));
+}
 
-    #[test]
-    fn fuzz_vectors_reader(bytes in vectors_file()) {
-        vectors_reader(&bytes)?;
-    }
+#[test]
+fn fuzz_vocab_reader() {
+    fuzz("vocab reader", any_input(), |b| vocab_reader(b));
+}
 
-    #[test]
-    fn fuzz_vocab_reader(bytes in any_input()) {
-        vocab_reader(&bytes)?;
-    }
-
-    #[test]
-    fn fuzz_dataset_toml(bytes in dataset_toml()) {
-        dataset_toml_reader(&bytes)?;
-    }
+#[test]
+fn fuzz_dataset_toml() {
+    fuzz("dataset.toml reader", dataset_toml(), |b| dataset_toml_reader(b));
 }
 
 #[test]

@@ -512,42 +512,57 @@ mod tests {
             Ok(())
         }
 
-        proptest! {
-            #![proptest_config(ProptestConfig {
-                cases: std::env::var("SEQLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
-                failure_persistence: None,
-                ..ProptestConfig::default()
-            })]
-
-            #[test]
-            fn fuzz_config_parser(text in config_text()) {
-                let d = tempfile::tempdir().unwrap();
-                let p = d.path().join("c.toml");
-                std::fs::write(&p, &text).unwrap();
-                match load(Some(&p), &[]) {
-                    Err(e) => {
-                        let msg = format!("{e:#}");
-                        let named = msg.starts_with(&p.display().to_string())
-                            || ["model.", "data.", "train."].iter().any(|s| msg.starts_with(s));
-                        prop_assert!(named, "error names neither the file nor the key: {msg}");
+        /// Checks one config text; see the module comment.
+        fn config_is_rejected_or_runs(text: &String) -> std::result::Result<(), TestCaseError> {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("c.toml");
+            std::fs::write(&p, text).unwrap();
+            match load(Some(&p), &[]) {
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    let named = msg.starts_with(&p.display().to_string())
+                        || ["model.", "data.", "train."].iter().any(|s| msg.starts_with(s));
+                    prop_assert!(named, "error names neither the file nor the key: {msg}");
+                }
+                Ok(cfg) => tagger_runs(&cfg)?,
+            }
+            // The same keys given as --set overrides.
+            let sets: Vec<String> = text
+                .lines()
+                .scan(String::new(), |section, l| {
+                    if let Some(s) = l.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                        *section = format!("{s}.");
+                        return Some(None);
                     }
-                    Ok(cfg) => tagger_runs(&cfg)?,
+                    Some(l.split_once(" = ").map(|(k, v)| format!("{section}{k}={v}")))
+                })
+                .flatten()
+                .collect();
+            if let Ok(cfg) = load(None, &sets) {
+                tagger_runs(&cfg)?;
+            }
+            Ok(())
+        }
+
+        /// 128 configs, or rounds of fresh ones until `SEQLAB_FUZZ_SECONDS` pass.
+        #[test]
+        fn fuzz_config_parser() {
+            let seconds: Option<u64> = std::env::var("SEQLAB_FUZZ_SECONDS").ok().and_then(|v| v.parse().ok());
+            let started = std::time::Instant::now();
+            let mut tried = 0u64;
+            loop {
+                let config = ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() };
+                let mut runner = proptest::test_runner::TestRunner::new(config);
+                if let Err(e) = runner.run(&config_text(), |t| config_is_rejected_or_runs(&t)) {
+                    panic!("config parser: {e}");
                 }
-                // The same keys given as --set overrides.
-                let sets: Vec<String> = text
-                    .lines()
-                    .scan(String::new(), |section, l| {
-                        if let Some(s) = l.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-                            *section = format!("{s}.");
-                            return Some(None);
-                        }
-                        Some(l.split_once(" = ").map(|(k, v)| format!("{section}{k}={v}")))
-                    })
-                    .flatten()
-                    .collect();
-                if let Ok(cfg) = load(None, &sets) {
-                    tagger_runs(&cfg)?;
+                tried += 128;
+                if seconds.is_none_or(|s| started.elapsed().as_secs() >= s) {
+                    break;
                 }
+            }
+            if seconds.is_some() {
+                eprintln!("config parser: {tried} configs in {:.0} s, no failure", started.elapsed().as_secs_f64());
             }
         }
     }
