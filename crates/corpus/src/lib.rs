@@ -4,7 +4,8 @@
 //! [`tags`] (schemes, spans, conversion) → [`vocab`] (ids) → [`batch`]
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
-//! [`stats`] describes one.
+//! [`stats`] describes one. [`squad`] reads extractive-QA data (SQuAD
+//! JSON) and scores answers with the official exact match and token F1.
 
 pub mod batch;
 pub mod dataset;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod io;
 pub mod reader;
 pub mod score;
+pub mod squad;
 pub mod stats;
 pub mod tags;
 pub mod toy;

@@ -1,5 +1,5 @@
 //! Fuzzing the readers with proptest: the column reader, `seqlab score`'s
-//! reader, pretrained vectors, vocabularies and dataset.toml get noisy
+//! reader, SQuAD JSON, pretrained vectors, vocabularies and dataset.toml get noisy
 //! files built from the pieces real files are made of (rows of 1–5
 //! columns, good and bad tags, BOM, CRLF, tabs, `-DOCSTART-`, CJK, invalid
 //! UTF-8, truncation) and arbitrary bytes. Each must return its value or an
@@ -226,6 +226,45 @@ fn vocab_reader(bytes: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn squad_reader(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let (_d, path) = file("dev-v1.1.json", bytes);
+    match corpus::squad::SquadFile::read(&path) {
+        Err(e) => check_error(&e, &path, bytes)?,
+        Ok(f) => {
+            // Every answer it accepts is where it says.
+            for p in f.data.iter().flat_map(|a| &a.paragraphs) {
+                for a in p.qas.iter().flat_map(|q| &q.answers) {
+                    let got: String = p.context.chars().skip(a.answer_start).take(a.text.chars().count()).collect();
+                    prop_assert_eq!(&got, &a.text);
+                }
+            }
+            let (x, y) = f.split_by_article(1);
+            prop_assert_eq!(x.data.len() + y.data.len(), f.data.len());
+        }
+    }
+    Ok(())
+}
+
+/// SQuAD JSON: a valid skeleton with fields dropped, retyped, offsets moved.
+fn squad_file() -> impl Strategy<Value = Vec<u8>> {
+    let context = prop::sample::select(vec!["The Normans came.", "北京是中国的首都。", "", "a\\nb \\u00e9"]);
+    let start = prop::sample::select(vec!["0", "4", "17", "-1", "\"0\"", "1e3", "99999999999999999999"]);
+    let text = prop::sample::select(vec!["The", "Normans", "北京", "", "\\ud800"]);
+    let answers = prop::collection::vec((text, start), 0..3).prop_map(|v| {
+        v.iter().map(|(t, s)| format!("{{\"text\": \"{t}\", \"answer_start\": {s}}}")).collect::<Vec<_>>().join(", ")
+    });
+    let qa = (answers, prop::sample::select(vec!["\"id\": \"q\", ", "", "\"id\": 3, "]))
+        .prop_map(|(a, id)| format!("{{{id}\"question\": \"Who?\", \"answers\": [{a}]}}"));
+    let doc = (context, prop::collection::vec(qa, 0..3), any::<bool>()).prop_map(|(c, qas, crlf)| {
+        let text = format!(
+            "{{\"version\": \"1.1\", \"data\": [\n{{\"title\": \"T\", \"paragraphs\": [\n{{\"context\": \"{c}\", \"qas\": [{}]}}]}}]}}",
+            qas.join(",\n")
+        );
+        if crlf { text.replace('\n', "\r\n") } else { text }.into_bytes()
+    });
+    prop_oneof![4 => doc, 1 => any_input()]
+}
+
 fn dataset_toml_reader(bytes: &[u8]) -> Result<(), TestCaseError> {
     let (_d, path) = file("dataset.toml", bytes);
     if let Err(e) = corpus::dataset::DatasetToml::read(&path) {
@@ -290,6 +329,11 @@ fn fuzz_vocab_reader() {
 }
 
 #[test]
+fn fuzz_squad_reader() {
+    fuzz("SQuAD reader", squad_file(), |b| squad_reader(b));
+}
+
+#[test]
 fn fuzz_dataset_toml() {
     fuzz("dataset.toml reader", dataset_toml(), |b| dataset_toml_reader(b));
 }
@@ -297,7 +341,8 @@ fn fuzz_dataset_toml() {
 #[test]
 fn the_corpus_of_interesting_inputs_still_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus");
-    let targets: [(&str, fn(&[u8]) -> Result<(), TestCaseError>); 5] = [
+    let targets: [(&str, fn(&[u8]) -> Result<(), TestCaseError>); 6] = [
+        ("squad", squad_reader),
         ("columns", column_reader),
         ("score", score_reader),
         ("vectors", vectors_reader),

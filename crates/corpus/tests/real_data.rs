@@ -59,3 +59,24 @@ fn resume_ner_counts_match_its_readme() {
     let strict: usize = train.sentences.iter().map(|s| Scheme::Bmes.decode_strict(&s.tags).len()).sum();
     assert_eq!(strict, 13436);
 }
+
+#[test]
+fn squad_dev_counts_match_its_readme_and_split_by_article() {
+    let Some(dir) = shared("squad11") else { return };
+    let f = corpus::squad::SquadFile::read(&dir.join("dev-v1.1.json")).unwrap();
+    let s = f.stats();
+    assert_eq!((s.articles, s.paragraphs, s.questions, s.answers), (48, 2067, 10570, 34726));
+    let (train, held) = f.split_by_article(10);
+    assert_eq!((train.data.len(), held.data.len()), (38, 10));
+    assert_eq!(train.stats().questions + held.stats().questions, 10570);
+    // Every gold answer scores 1 against itself, under the official normalisation.
+    let golds: Vec<(String, Vec<String>)> = f
+        .data
+        .iter()
+        .flat_map(|a| &a.paragraphs)
+        .flat_map(|p| &p.qas)
+        .map(|q| (q.answers[0].text.clone(), q.answers.iter().map(|a| a.text.clone()).collect()))
+        .collect();
+    let score = corpus::squad::qa_score(golds.iter().map(|(p, g)| (p.as_str(), g.as_slice())));
+    assert_eq!((score.exact_match, score.f1, score.questions), (1.0, 1.0, 10570));
+}
