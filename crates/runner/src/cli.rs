@@ -73,6 +73,22 @@ pub enum DataCommand {
     Toy(ToyArgs),
     /// Sentences, tokens, entities per type, longest sentence and OOV rate per split.
     Stats(StatsArgs),
+    /// Split a SQuAD-format file by article (no article in both parts) into
+    /// OUT/train.json and OUT/dev.json, and print their counts.
+    SplitQa(SplitQaArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SplitQaArgs {
+    /// A SQuAD v1.1-format JSON file (e.g. ../shared/datasets/squad11/dev-v1.1.json).
+    pub file: PathBuf,
+    /// Articles held out for dev (chosen by a hash of their titles, so the
+    /// split is the same on every machine and for any file order).
+    #[arg(long, default_value_t = 10)]
+    pub held_out: usize,
+    /// Output folder.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -1,6 +1,6 @@
-//! `seqlab data toy` and `seqlab data stats`.
+//! `seqlab data toy`, `seqlab data stats` and `seqlab data split-qa`.
 
-use crate::cli::{StatsArgs, ToyArgs};
+use crate::cli::{SplitQaArgs, StatsArgs, ToyArgs};
 use corpus::Dataset;
 
 pub fn toy(args: &ToyArgs) -> anyhow::Result<()> {
@@ -28,6 +28,29 @@ pub fn stats(args: &StatsArgs) -> anyhow::Result<()> {
         for (split, label) in ds.unseen_labels() {
             println!("note: type {label} occurs in {} but not in train", split.as_str());
         }
+    }
+    Ok(())
+}
+
+pub fn split_qa(args: &SplitQaArgs) -> anyhow::Result<()> {
+    let file = corpus::squad::SquadFile::read(&args.file)?;
+    let n = file.data.len();
+    if args.held_out == 0 || args.held_out >= n {
+        anyhow::bail!("--held-out must be between 1 and {} (the file has {n} articles)", n.saturating_sub(1));
+    }
+    let (train, dev) = file.split_by_article(args.held_out);
+    std::fs::create_dir_all(&args.out)?;
+    for (name, part) in [("train.json", &train), ("dev.json", &dev)] {
+        part.write(&args.out.join(name))?;
+        let s = part.stats();
+        println!(
+            "{}: {} articles, {} paragraphs, {} questions, {} answers",
+            args.out.join(name).display(),
+            s.articles,
+            s.paragraphs,
+            s.questions,
+            s.answers
+        );
     }
     Ok(())
 }

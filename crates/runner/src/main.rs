@@ -98,6 +98,7 @@ fn main() {
         Command::Data { command } => match command {
             DataCommand::Toy(args) => data_cmd::toy(&args),
             DataCommand::Stats(args) => data_cmd::stats(&args),
+            DataCommand::SplitQa(args) => data_cmd::split_qa(&args),
         },
     });
     if let Err(e) = result {

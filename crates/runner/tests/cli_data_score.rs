@@ -75,3 +75,35 @@ fn toy_data_then_stats() {
     stdout(&seqlab(&["data", "toy", "--out", again.to_str().unwrap(), "--sentences", "200", "--seed", "3"]));
     assert_eq!(std::fs::read(out.join("train.txt")).unwrap(), std::fs::read(again.join("train.txt")).unwrap());
 }
+
+#[test]
+fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let article = |t: &str| {
+        format!(
+            r#"{{"title": "{t}", "paragraphs": [{{"context": "The Normans came.", "qas": [{{"id": "{t}-q", "question": "Who?", "answers": [{{"text": "Normans", "answer_start": 4}}]}}]}}]}}"#
+        )
+    };
+    let articles: Vec<String> = (0..6).map(|i| article(&format!("A{i}"))).collect();
+    let input = d.path().join("qa.json");
+    std::fs::write(&input, format!("{{\"version\": \"1.1\", \"data\": [\n{}]}}", articles.join(",\n"))).unwrap();
+    let out = d.path().join("split");
+    let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("train.json: 4 articles, 4 paragraphs, 4 questions, 4 answers"), "{text}");
+    assert!(text.contains("dev.json: 2 articles"), "{text}");
+    let titles = |name: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap();
+        v["data"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap().to_string()).collect()
+    };
+    let (train, dev) = (titles("train.json"), titles("dev.json"));
+    assert!(dev.iter().all(|t| !train.contains(t)));
+    // A moved answer offset: the error names the file, the line and the question.
+    std::fs::write(&input, format!("{{\"data\": [\n{},\n{}]}}", articles[0], articles[1].replace(": 4}", ": 5}")))
+        .unwrap();
+    let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("qa.json:3:") && err.contains("question A1-q"), "{err}");
+}
