@@ -200,15 +200,17 @@ where
             } else {
                 None
             };
+            let stepped = bad.is_none();
             match (bad, t.on_nan) {
                 (Some(what), OnNan::Stop) => {
                     bar.finish_and_clear();
                     bail!(
-                        "epoch {epoch}, batch {} of {}: {what}; {}. The run stopped here; its last checkpoint ({}) is untouched (`seqlab train --resume {}` after changing the config, or set train.on_nan = \"skip\")",
+                        "epoch {epoch}, batch {} of {}: {what}; {}. The run stopped here; its last checkpoint ({}) is untouched: edit {} (a lower train.lr, say) and `seqlab train --resume {}`, or set train.on_nan = \"skip\"",
                         b + 1,
                         batches.len(),
                         likely_cause(&batch, &prep.train_origin, lr),
                         rundir::checkpoints(out).first().map_or("none yet".to_string(), |p| p.to_string()),
+                        out.join(rundir::CONFIG).display(),
                         out.display()
                     );
                 }
@@ -216,7 +218,7 @@ where
                     skipped_batches += 1;
                     bar.suspend(|| {
                         eprintln!(
-                            "warning: epoch {epoch}, batch {}: {what}; batch skipped ({}) ",
+                            "warning: epoch {epoch}, batch {}: {what}; batch skipped ({})",
                             b + 1,
                             likely_cause(&batch, &prep.train_origin, lr)
                         )
@@ -239,7 +241,7 @@ where
             ));
             let done = b + 1;
             let interrupted = interrupt.requested();
-            let due = t.checkpoint_every > 0 && step > 0 && step % t.checkpoint_every == 0;
+            let due = stepped && t.checkpoint_every > 0 && step % t.checkpoint_every == 0;
             if done < batches.len() && (interrupted || due) {
                 // The epoch's own sums go in `partial`; the run's totals keep finished epochs only.
                 let mut at = state_now(epoch - 1, step, best_f1, best_epoch, since_best, train_seconds, train_tokens);
