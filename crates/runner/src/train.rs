@@ -205,13 +205,18 @@ where
                 (Some(what), OnNan::Stop) => {
                     bar.finish_and_clear();
                     bail!(
-                        "epoch {epoch}, batch {} of {}: {what}; {}. The run stopped here; its last checkpoint ({}) is untouched: edit {} (a lower train.lr, say) and `seqlab train --resume {}`, or set train.on_nan = \"skip\"",
+                        "epoch {epoch}, batch {} of {}: {what}; {}. The run stopped here; {}, or set train.on_nan = \"skip\"",
                         b + 1,
                         batches.len(),
                         likely_cause(&batch, &prep.train_origin, lr),
-                        rundir::checkpoints(out).first().map_or("none yet".to_string(), |p| p.to_string()),
-                        out.join(rundir::CONFIG).display(),
-                        out.display()
+                        match rundir::checkpoints(out).first() {
+                            Some(at) => format!(
+                                "its last checkpoint ({at}) is untouched: edit {} (a lower train.lr, say) and run `seqlab train --resume {}`",
+                                out.join(rundir::CONFIG).display(),
+                                out.display()
+                            ),
+                            None => "no checkpoint was written yet: change the config (a lower train.lr, say) and train again".into(),
+                        }
                     );
                 }
                 (Some(what), OnNan::Skip) => {
@@ -540,7 +545,7 @@ fn likely_cause(batch: &corpus::batch::PaddedBatch, origin: &(std::path::PathBuf
     format!(
         "likely cause: a learning rate too high (train.lr = {lr:e}) or exploding gradients — lower train.lr or set train.grad_clip; the batch's sentences start at {}{}",
         first.join(", "),
-        if batch.ids.len() > 3 { ", …" } else { "" }
+        if batch.ids.len() > 3 { format!(" and {} more", batch.ids.len() - 3) } else { String::new() }
     )
 }
 
