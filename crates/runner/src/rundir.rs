@@ -9,6 +9,7 @@
 //! | `summary.json` | the final figures |
 //! | `predictions.test.conll` | `token gold predicted` per line |
 //! | `heads.csv` | attention head diagnostics on dev (attention taggers) |
+//! | `checkpoint-eNNNN-bMMMMMM.{model,optim,json}` | the state after epoch NNNN and MMMMMM batches of the next, for `--resume` (two kept) |
 //! | `.lock` | the pid of the `seqlab train` writing the folder, while it runs |
 //!
 //! Every file is written to a temporary name and renamed into place, so a
