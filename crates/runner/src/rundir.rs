@@ -229,7 +229,7 @@ pub fn load_record<B: Backend, R: Record<B>>(path: &Path, device: &B::Device) ->
 }
 
 /// Where training stands at a checkpoint: enough to continue exactly.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TrainState {
     /// Epochs completed.
     pub epoch: usize,

@@ -126,18 +126,8 @@ where
     let mut model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
     let params = model.num_params();
     let mut opt = Opt::<B>::new(cfg);
-    let mut state = rundir::TrainState {
-        epoch: 0,
-        step: 0,
-        best_f1: None,
-        best_epoch: 0,
-        since_best: 0,
-        train_seconds: 0.0,
-        train_tokens: 0,
-        partial: Default::default(),
-        wall_seconds: 0.0,
-        skipped_batches: 0,
-    };
+    // Everything a checkpoint holds; the loop below keeps it current.
+    let mut state = rundir::TrainState::default();
     let mut rows: Vec<EpochRow> = Vec::new();
     if opts.resume {
         (model, opt, state) = load_checkpoint::<B>(model, opt, out, device)?;
@@ -152,15 +142,12 @@ where
     let steps_per_epoch = plan_batches(&lengths, t.batch(), Some(0)).len();
     let total_steps = steps_per_epoch * t.epochs;
     let dev = prep.split(SplitName::Dev);
-    let (mut best_f1, mut best_epoch, mut since_best) =
-        (state.best_f1.unwrap_or(f64::NEG_INFINITY), state.best_epoch, state.since_best);
-    let (mut train_seconds, mut train_tokens) = (state.train_seconds, state.train_tokens);
-    let (mut step, mut skipped_batches) = (state.step, state.skipped_batches);
     let mut resumed_epoch = std::mem::take(&mut state.partial);
     let run_started = Instant::now();
-    let wall = |started: &Instant| state.wall_seconds + started.elapsed().as_secs_f64();
+    let wall_before = state.wall_seconds;
+    let wall = || wall_before + run_started.elapsed().as_secs_f64();
     let stopped_early = |since_best: usize| t.patience > 0 && since_best >= t.patience;
-    let start = if stopped_early(since_best) { t.epochs + 1 } else { state.epoch + 1 };
+    let start = if stopped_early(state.since_best) { t.epochs + 1 } else { state.epoch + 1 };
     let interrupt = Interrupt::install();
     for epoch in start..=t.epochs {
         let batches =
@@ -220,7 +207,7 @@ where
                     );
                 }
                 (Some(what), OnNan::Skip) => {
-                    skipped_batches += 1;
+                    state.skipped_batches += 1;
                     bar.suspend(|| {
                         eprintln!(
                             "warning: epoch {epoch}, batch {}: {what}; batch skipped ({})",
@@ -230,9 +217,9 @@ where
                     });
                 }
                 (None, _) => {
-                    lr = t.lr_at(step, total_steps, epoch - 1);
+                    lr = t.lr_at(state.step, total_steps, epoch - 1);
                     model = opt.step(lr, model, grads);
-                    step += 1;
+                    state.step += 1;
                     loss_sum += value * ids.len() as f64;
                     tokens += batch.lengths.iter().sum::<usize>();
                     sentences += ids.len();
@@ -246,25 +233,25 @@ where
             ));
             let done = b + 1;
             let interrupted = interrupt.requested();
-            let due = stepped && t.checkpoint_every > 0 && step % t.checkpoint_every == 0;
+            let due = stepped && t.checkpoint_every > 0 && state.step % t.checkpoint_every == 0;
             if done < batches.len() && (interrupted || due) {
                 // The epoch's own sums go in `partial`; the run's totals keep finished epochs only.
-                let mut at = state_now(epoch - 1, step, best_f1, best_epoch, since_best, train_seconds, train_tokens);
-                at.partial =
+                state.partial =
                     rundir::EpochSoFar { batches: done, loss_sum, tokens, sentences, seconds: epoch_seconds(&started) };
-                at.wall_seconds = wall(&run_started);
-                at.skipped_batches = skipped_batches;
-                save_checkpoint(&model, &opt, &at, out)?;
+                state.wall_seconds = wall();
+                save_checkpoint(&model, &opt, &state, out)?;
                 if interrupted {
                     bar.finish_and_clear();
-                    return Err(Interrupted { out: out.to_path_buf(), at: at.position() }.into());
+                    return Err(Interrupted { out: out.to_path_buf(), at: state.position() }.into());
                 }
             }
         }
         bar.finish_and_clear();
         let seconds = epoch_seconds(&started);
-        train_seconds += seconds;
-        train_tokens += tokens;
+        state.epoch = epoch;
+        state.partial = Default::default();
+        state.train_seconds += seconds;
+        state.train_tokens += tokens;
         let train_loss = loss_sum / prep.train.len().max(1) as f64;
         let evaluate_now = epoch % t.eval_every.max(1) == 0 || epoch == t.epochs;
         let mut row = EpochRow {
@@ -285,19 +272,19 @@ where
                 row.dev_precision = r.overall.precision;
                 row.dev_recall = r.overall.recall;
                 row.dev_f1 = r.overall.f1;
-                r.overall.f1 > best_f1
+                state.best_f1.is_none_or(|best| r.overall.f1 > best)
             }
             // Without a dev split the last epoch is the best one.
             (None, _) => true,
             (Some(_), false) => false,
         };
         if improved {
-            best_f1 = row.dev_f1;
-            best_epoch = epoch;
-            since_best = 0;
+            state.best_f1 = row.dev_f1.is_finite().then_some(row.dev_f1);
+            state.best_epoch = epoch;
+            state.since_best = 0;
             rundir::save_module::<B::InnerBackend, _>(&inner, &out.join(rundir::MODEL))?;
         } else if evaluate_now {
-            since_best += 1;
+            state.since_best += 1;
         }
         if !opts.quiet {
             eprintln!(
@@ -312,20 +299,18 @@ where
         }
         rows.push(row);
         rundir::write_metrics(&out.join(rundir::METRICS), &rows)?;
-        let mut at = state_now(epoch, step, best_f1, best_epoch, since_best, train_seconds, train_tokens);
-        at.wall_seconds = wall(&run_started);
-        at.skipped_batches = skipped_batches;
-        save_checkpoint(&model, &opt, &at, out)?;
+        state.wall_seconds = wall();
+        save_checkpoint(&model, &opt, &state, out)?;
         if interrupt.requested() {
-            return Err(Interrupted { out: out.to_path_buf(), at: at.position() }.into());
+            return Err(Interrupted { out: out.to_path_buf(), at: state.position() }.into());
         }
-        if stopped_early(since_best) {
+        if stopped_early(state.since_best) {
             if !opts.quiet {
                 eprintln!("early stop: no better dev F1 for {} epochs", t.patience);
             }
             break;
         }
-        let minutes = wall(&run_started) / 60.0;
+        let minutes = wall() / 60.0;
         if t.max_minutes > 0.0 && minutes >= t.max_minutes && epoch < t.epochs {
             if !opts.quiet {
                 eprintln!("stop: {minutes:.1} minutes used of train.max_minutes = {}", t.max_minutes);
@@ -333,8 +318,8 @@ where
             break;
         }
     }
-    if skipped_batches > 0 {
-        eprintln!("warning: {skipped_batches} batches were skipped for a NaN or infinite loss or gradient");
+    if state.skipped_batches > 0 {
+        eprintln!("warning: {} batches were skipped for a NaN or infinite loss or gradient", state.skipped_batches);
     }
     // The best model on dev and test.
     let best = rundir::load_module::<B::InnerBackend, _>(
@@ -363,9 +348,9 @@ where
         device: opts.device_name.to_string(),
         params,
         epochs: rows.len(),
-        best_epoch,
-        train_seconds,
-        tokens_per_second: train_tokens as f64 / train_seconds.max(1e-9),
+        best_epoch: state.best_epoch,
+        train_seconds: state.train_seconds,
+        tokens_per_second: state.train_tokens as f64 / state.train_seconds.max(1e-9),
         dev: dev_m,
         test: test_m,
     };
@@ -443,30 +428,6 @@ fn load_checkpoint<B: AutodiffBackend>(
         }
     }
     bail!("{}: every checkpoint is damaged; the run cannot be resumed", out.display())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn state_now(
-    epoch: usize,
-    step: usize,
-    best_f1: f64,
-    best_epoch: usize,
-    since_best: usize,
-    train_seconds: f64,
-    train_tokens: usize,
-) -> rundir::TrainState {
-    rundir::TrainState {
-        epoch,
-        step,
-        best_f1: best_f1.is_finite().then_some(best_f1),
-        best_epoch,
-        since_best,
-        train_seconds,
-        train_tokens,
-        partial: Default::default(),
-        wall_seconds: 0.0,
-        skipped_batches: 0,
-    }
 }
 
 /// Training stopped by Ctrl-C (or SIGTERM) after writing a checkpoint;
