@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn seqlab(args: &[&str]) -> Output {
+fn seqlab<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
 }
 
@@ -47,25 +47,21 @@ const SMALL: &[&str] = &[
     "train.patience=0",
 ];
 
-fn train(config: &str, out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> String {
+/// `seqlab train` arguments: `config` (a file of experiments/configs) on the
+/// toy data, with the small sizes and `extra`.
+fn train_args(config: &str, out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> Vec<String> {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs").join(config);
-    let mut args = vec![
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--data",
-        toy().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--seed",
-        seed,
-        "--epochs",
-        epochs,
-        "--quiet",
-    ];
-    args.extend_from_slice(SMALL);
-    args.extend_from_slice(extra);
-    ok(seqlab(&args))
+    let mut args: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--out", out.to_str().unwrap(), "--seed", seed, "--epochs", epochs, "--quiet"].map(String::from));
+    args.extend(SMALL.iter().chain(extra).map(|s| s.to_string()));
+    args
+}
+
+fn train(config: &str, out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> String {
+    ok(seqlab(&train_args(config, out, seed, epochs, extra)))
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -306,23 +302,8 @@ fn pretrained_vectors_initialise_words_and_coverage_is_reported() {
         .collect();
     std::fs::write(&vectors, text).unwrap();
     let run = work.path().join("run");
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
-    let mut args = vec![
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--data",
-        toy().to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-        "--epochs",
-        "1",
-        "--quiet",
-        "--set",
-    ];
     let set = format!("data.pretrained={}", vectors.display());
-    args.push(&set);
-    args.extend_from_slice(SMALL);
+    let args = train_args("bilstm-crf.toml", &run, "1", "1", &["--set", &set]);
     let o = seqlab(&args);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{err}");
@@ -335,41 +316,21 @@ fn pretrained_vectors_initialise_words_and_coverage_is_reported() {
 #[test]
 fn memory_budget_is_planned_and_reported() {
     let work = tempfile::tempdir().unwrap();
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/attention-crf.toml");
     let run = work.path().join("run");
-    let base = [
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--data",
-        toy().to_str().unwrap(),
-        "--out",
-        run.to_str().unwrap(),
-        "--epochs",
-        "1",
-        "--quiet",
-    ];
+    let args = |budget: &str| train_args("attention-crf.toml", &run, "1", "1", &["--max-memory", budget]);
     // Far too small: a clear error before any training.
-    let mut args = base.to_vec();
-    args.extend(["--max-memory", "1MiB"]);
-    args.extend_from_slice(SMALL);
-    let o = seqlab(&args);
+    let o = seqlab(&args("1MiB"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not fit in 1 MiB") && err.contains("--max-memory"), "{err}");
     assert!(!run.join("model.ckpt").exists());
     // Ample: the configured batch is kept, and the decision is printed.
-    let mut args = base.to_vec();
-    args.extend(["--max-memory", "64GiB"]);
-    args.extend_from_slice(SMALL);
-    let o = seqlab(&args);
+    let o = seqlab(&args("64GiB"));
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{err}");
     assert!(err.contains("memory plan for 64.00 GiB: keeping the configured settings"), "{err}");
     // A budget that is not a size.
-    let mut args = base.to_vec();
-    args.extend(["--max-memory", "lots"]);
-    let o = seqlab(&args);
+    let o = seqlab(&args("lots"));
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected a size such as 8GiB"));
 }
 
@@ -410,16 +371,7 @@ fn heads_sweep_report_groups_runs_by_head_count() {
 fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     let work = tempfile::tempdir().unwrap();
     let run = work.path().join("run");
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
-    let args = |epochs: &'static str| -> Vec<String> {
-        let mut a: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        a.extend(["--out".into(), run.to_str().unwrap().into(), "--epochs".into(), epochs.into(), "--quiet".into()]);
-        a.extend(SMALL.iter().map(|s| s.to_string()));
-        a
-    };
+    let args = |epochs: &str| train_args("bilstm-crf.toml", &run, "1", epochs, &[]);
     let mut first = Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args("500")).spawn().unwrap();
     let lock = run.join(".lock");
     let t0 = std::time::Instant::now();
@@ -428,7 +380,7 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(std::fs::read_to_string(&lock).unwrap().trim(), first.id().to_string());
-    let second = seqlab(&args("1").iter().map(String::as_str).collect::<Vec<_>>());
+    let second = seqlab(&args("1"));
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(err.contains("in use by another seqlab train") && err.contains(&first.id().to_string()), "{err}");
@@ -436,7 +388,7 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     first.kill().unwrap();
     first.wait().unwrap();
     assert!(lock.exists());
-    let third = seqlab(&args("1").iter().map(String::as_str).collect::<Vec<_>>());
+    let third = seqlab(&args("1"));
     let err = String::from_utf8_lossy(&third.stderr);
     assert!(third.status.success(), "{err}");
     assert!(err.contains("was left by a run that is gone"), "{err}");
@@ -446,18 +398,6 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     let o = seqlab(&["visualize", "--run", run.to_str().unwrap(), "--text", "a b", "--out", run.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("has no attention to draw"));
     assert!(!lock.exists(), "the lock outlived its run");
-}
-
-/// `seqlab train` arguments for a bilstm-crf run on the toy data.
-fn train_args(out: &Path, seed: &str, epochs: &str, extra: &[&str]) -> Vec<String> {
-    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs/bilstm-crf.toml");
-    let mut args: Vec<String> = ["train", "--config", cfg.to_str().unwrap(), "--data", toy().to_str().unwrap()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(["--out", out.to_str().unwrap(), "--seed", seed, "--epochs", epochs, "--quiet"].map(String::from));
-    args.extend(SMALL.iter().chain(extra).map(|s| s.to_string()));
-    args
 }
 
 /// Checkpoint state files in `dir`, sorted.
@@ -492,7 +432,7 @@ fn a_killed_run_resumes_to_the_same_metrics() {
     // The same run with checkpoints every 5 steps, killed (SIGKILL) once
     // one inside epoch 2 is written: it resumes mid-epoch.
     let cut = work.path().join("cut");
-    let args = train_args(&cut, "3", "6", &["--set", "train.checkpoint_every=5"]);
+    let args = train_args("bilstm-crf.toml", &cut, "3", "6", &["--set", "train.checkpoint_every=5"]);
     let mut child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-b") && !n.contains("-b000000"));
     assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
     child.kill().unwrap();
@@ -528,7 +468,7 @@ fn ctrl_c_writes_a_checkpoint_and_exits_130_with_the_resume_command() {
     let whole = work.path().join("whole");
     train("bilstm-crf.toml", &whole, "4", "3", &[]);
     let cut = work.path().join("cut");
-    let args = train_args(&cut, "4", "3", &[]);
+    let args = train_args("bilstm-crf.toml", &cut, "4", "3", &[]);
     let child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-"));
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
@@ -551,7 +491,7 @@ fn a_nan_loss_stops_the_run_naming_epoch_batch_and_cause_or_is_skipped() {
     let run = work.path().join("run");
     // Adam with lr 1e30 and no clipping sends every weight to ~1e30 in one step.
     let blow_up = ["--set", "train.lr=1e30", "--set", "train.grad_clip=0", "--set", "train.checkpoint_every=1"];
-    let o = seqlab(&train_args(&run, "1", "1", &blow_up).iter().map(String::as_str).collect::<Vec<_>>());
+    let o = seqlab(&train_args("bilstm-crf.toml", &run, "1", "1", &blow_up));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("epoch 1, batch 2 of "), "{err}");
@@ -563,7 +503,7 @@ fn a_nan_loss_stops_the_run_naming_epoch_batch_and_cause_or_is_skipped() {
     // on_nan = "skip" goes on, and says how many batches it skipped.
     let mut skip = blow_up.to_vec();
     skip.extend(["--set", "train.on_nan=skip"]);
-    let o = seqlab(&train_args(&run, "1", "1", &skip).iter().map(String::as_str).collect::<Vec<_>>());
+    let o = seqlab(&train_args("bilstm-crf.toml", &run, "1", "1", &skip));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("batch skipped") && err.contains("batches were skipped"), "{err}");
