@@ -41,6 +41,8 @@ pub struct Encoded {
     pub caps: Vec<u32>,
     /// Tag ids in the tagger's scheme, when known.
     pub tags: Option<Vec<u32>>,
+    /// The question, for question-conditioned tagging.
+    pub question: Option<Box<Encoded>>,
 }
 
 impl Encoded {
@@ -55,6 +57,7 @@ impl Encoded {
             chars: self.chars[range.clone()].to_vec(),
             caps: self.caps[range].to_vec(),
             tags: None,
+            question: self.question.clone(),
         }
     }
 
@@ -76,7 +79,14 @@ impl Vocabs {
             .collect();
         let caps = tokens.iter().map(|w| caps_class(w)).collect();
         let tags = tags.and_then(|t| t.iter().map(|t| self.tag_id(t)).collect::<Option<Vec<u32>>>());
-        Encoded { words, chars, caps, tags }
+        Encoded { words, chars, caps, tags, question: None }
+    }
+
+    /// [`Vocabs::encode`] of a sentence, with its question when it has one.
+    pub fn encode_sentence(&self, s: &crate::Sentence, tags: Option<&[Tag]>, max_word_chars: usize) -> Encoded {
+        let mut e = self.encode(&s.tokens, tags, max_word_chars);
+        e.question = s.question.as_ref().map(|q| Box::new(self.encode(q, None, max_word_chars)));
+        e
     }
 }
 
@@ -158,6 +168,9 @@ pub struct PaddedBatch {
     pub tags: Option<Vec<i64>>,
     /// `[batch, len]`, true at real tokens.
     pub mask: Vec<bool>,
+    /// The questions padded into their own batch (same order), when the
+    /// sentences have questions; a sentence without one gets an empty row.
+    pub question: Option<Box<PaddedBatch>>,
 }
 
 /// Pads the sentences `ids` of `data` into one batch.
@@ -198,7 +211,19 @@ pub fn pad(data: &[Encoded], ids: &[usize]) -> PaddedBatch {
         chars,
         tags,
         mask,
+        question: pad_questions(data, ids),
     }
+}
+
+/// The questions of the sentences `ids`, padded into their own batch.
+fn pad_questions(data: &[Encoded], ids: &[usize]) -> Option<Box<PaddedBatch>> {
+    if ids.iter().all(|&i| data[i].question.is_none()) {
+        return None;
+    }
+    let empty = Encoded { words: Vec::new(), chars: Vec::new(), caps: Vec::new(), tags: None, question: None };
+    let questions: Vec<Encoded> =
+        ids.iter().map(|&i| data[i].question.as_deref().cloned().unwrap_or_else(|| empty.clone())).collect();
+    Some(Box::new(pad(&questions, &(0..questions.len()).collect::<Vec<_>>())))
 }
 
 #[cfg(test)]
@@ -252,12 +277,13 @@ mod tests {
     fn padding_and_mask() {
         let data = vec![
             Encoded {
+                question: None,
                 words: vec![5, 6, 7],
                 chars: vec![vec![2], vec![3, 4], vec![2]],
                 caps: vec![2, 2, 2],
                 tags: Some(vec![1, 2, 0]),
             },
-            Encoded { words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
+            Encoded { question: None, words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
         ];
         let b = pad(&data, &[1, 0]);
         assert_eq!((b.batch, b.len, b.word_len), (2, 3, 3));

@@ -195,6 +195,9 @@ pub struct Split {
     pub name: SplitName,
     pub path: PathBuf,
     pub sentences: Vec<Sentence>,
+    /// For question-answering data: per sentence, its question id, context
+    /// and gold answers, to map tagged spans back to answer text.
+    pub qa: Option<Vec<crate::squad::QaItem>>,
 }
 
 impl Split {
@@ -229,7 +232,7 @@ impl Dataset {
             if let Some(path) = path {
                 let text = read_text(path)?;
                 let sentences = parse_tagged(path, &text, columns, spec.scheme)?;
-                splits.push(Split { name, path: path.clone(), sentences });
+                splits.push(Split { name, path: path.clone(), sentences, qa: None });
             }
         }
         if splits.is_empty() {
@@ -254,6 +257,34 @@ impl Dataset {
                 .unwrap_or_else(|| "dataset".into())
         });
         Ok(Dataset { name, dir: dir.to_path_buf(), scheme, scheme_declared: spec.scheme.is_some(), columns, splits })
+    }
+
+    /// Reads a question-answering folder (SQuAD-format `train.json`,
+    /// `dev.json`, `test.json`; see [`crate::squad::qa_sentences`]), its
+    /// texts cut into sub-tokens by `tokenize`. Tags are BIO (`B-ANS`, `I-ANS`).
+    pub fn load_qa(dir: &Path, tokenize: crate::squad::Tokenize) -> Result<Dataset> {
+        let files = crate::squad::qa_files(dir).ok_or_else(|| {
+            CorpusError::file(dir, "no question-answering files: expected *train*.json, *dev*.json or *test*.json")
+        })?;
+        let splits = crate::squad::load_qa_splits(dir, &files, tokenize)?;
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+            .unwrap_or_else(|| "qa".into());
+        Ok(Dataset {
+            name,
+            dir: dir.to_path_buf(),
+            scheme: Scheme::Iob2,
+            scheme_declared: true,
+            columns: Columns::default(),
+            splits,
+        })
+    }
+
+    /// Whether the sentences come with questions (a QA dataset).
+    pub fn is_qa(&self) -> bool {
+        self.splits.iter().any(|s| s.qa.is_some())
     }
 
     pub fn split(&self, name: SplitName) -> Option<&Split> {

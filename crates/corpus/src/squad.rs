@@ -3,9 +3,18 @@
 //! SQuAD v1.1 exact-match and token-F1 metrics.
 //!
 //! Offsets are in characters (Unicode scalar values), as in the files.
+//!
+//! Extractive QA as sequence labelling: [`qa_sentences`] turns each
+//! question into one sentence (its context's sub-tokens, tagged
+//! `B-ANS`/`I-ANS`/`O` from the first gold answer by character offsets)
+//! with the question's sub-tokens attached, and a [`QaItem`] that maps
+//! tagged sub-tokens back to answer text ([`span_text`]).
 
+use crate::dataset::{Split, SplitName};
 use crate::error::{CorpusError, Result};
 use crate::io::{read_text, write_atomic};
+use crate::reader::Sentence;
+use crate::tags::{Prefix, Tag};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -238,6 +247,162 @@ pub fn qa_score<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a [String])>) ->
     }
     let d = n.max(1) as f64;
     QaScore { exact_match: em / d, f1: f1 / d, questions: n }
+}
+
+/// A sub-token of a text and its characters `start..end` in that text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A tokenizer as QA tagging sees it: text to pieces with character offsets.
+pub type Tokenize<'a> = &'a dyn Fn(&str) -> std::result::Result<Vec<Piece>, String>;
+
+/// What a QA sentence needs to become an answer again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QaItem {
+    pub id: String,
+    pub context: std::sync::Arc<str>,
+    /// Characters `start..end` of the context covered by each sub-token.
+    pub offsets: Vec<(usize, usize)>,
+    /// Gold answer texts.
+    pub answers: Vec<String>,
+}
+
+/// The label of answer spans.
+pub const ANSWER: &str = "ANS";
+
+/// `B-ANS`/`I-ANS`/`O` for the pieces overlapping characters `start..end`;
+/// `None` when no piece does (a tokenizer that dropped the answer).
+pub fn answer_tags(offsets: &[(usize, usize)], start: usize, end: usize) -> Option<Vec<Tag>> {
+    let mut tags = vec![Tag::O; offsets.len()];
+    let mut inside = false;
+    for (t, &(s, e)) in tags.iter_mut().zip(offsets) {
+        if s < end && e > start && e > s {
+            let prefix = if inside { Prefix::I } else { Prefix::B };
+            *t = Tag::Chunk { prefix, label: ANSWER.into() };
+            inside = true;
+        }
+    }
+    inside.then_some(tags)
+}
+
+/// The context's characters from the start of sub-token `first` to the end
+/// of sub-token `last` (inclusive): the answer text of a tagged span.
+pub fn span_text(context: &str, offsets: &[(usize, usize)], first: usize, last: usize) -> String {
+    let (start, end) = (offsets[first].0, offsets[last].1.max(offsets[first].0));
+    context.chars().skip(start).take(end - start).collect()
+}
+
+/// One sentence per question (see the module docs), in file order, and the
+/// items that map its tags back to text. Errors name the file, the line of
+/// the question id, and what went wrong.
+pub fn qa_sentences(
+    path: &Path,
+    text: &str,
+    file: &SquadFile,
+    tokenize: Tokenize,
+) -> Result<(Vec<Sentence>, Vec<QaItem>)> {
+    let mut sentences = Vec::new();
+    let mut items = Vec::new();
+    // Question ids appear in file order: find each after the previous one.
+    let (mut pos, mut line) = (0usize, 1usize);
+    for (doc, article) in file.data.iter().enumerate() {
+        for p in &article.paragraphs {
+            let context: std::sync::Arc<str> = p.context.as_str().into();
+            let mut pieces: Option<Vec<Piece>> = None;
+            for q in &p.qas {
+                let needle = serde_json::to_string(&q.id).unwrap_or_default();
+                if let Some(at) = text[pos..].find(&needle) {
+                    line += text[pos..pos + at].matches('\n').count();
+                    pos += at;
+                }
+                let fail = |m: String| CorpusError::at(path, line, format!("question {}: {m}", q.id));
+                if pieces.is_none() {
+                    let ps = tokenize(&p.context).map_err(|e| fail(format!("tokenizing its context: {e}")))?;
+                    if ps.is_empty() {
+                        return Err(fail("the tokenizer gives no token for its context".into()));
+                    }
+                    pieces = Some(ps);
+                }
+                let ps = pieces.as_ref().expect("tokenized above");
+                let offsets: Vec<(usize, usize)> = ps.iter().map(|p| (p.start, p.end)).collect();
+                let question = tokenize(&q.question).map_err(|e| fail(format!("tokenizing the question: {e}")))?;
+                let first = q.answers.first().ok_or_else(|| fail("no answer".into()))?;
+                let end = first.answer_start + first.text.chars().count();
+                let tags = answer_tags(&offsets, first.answer_start, end).ok_or_else(|| {
+                    fail(format!(
+                        "no token of the tokenized context covers the answer {:?} (characters {}..{end})",
+                        first.text, first.answer_start
+                    ))
+                })?;
+                sentences.push(Sentence {
+                    tokens: ps.iter().map(|p| p.text.clone()).collect(),
+                    tags,
+                    doc,
+                    line,
+                    question: Some(question.into_iter().map(|p| p.text).collect()),
+                });
+                items.push(QaItem {
+                    id: q.id.clone(),
+                    context: context.clone(),
+                    offsets,
+                    answers: q.answers.iter().map(|a| a.text.clone()).collect(),
+                });
+            }
+        }
+    }
+    Ok((sentences, items))
+}
+
+/// The SQuAD files of a QA dataset folder: `*train*.json`, `*dev*.json`
+/// (or `*valid*`), `*test*.json`; `None` when the folder has no such file.
+pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+        if !name.ends_with(".json") || !e.path().is_file() {
+            continue;
+        }
+        let split = if name.contains("train") {
+            SplitName::Train
+        } else if name.contains("dev") || name.contains("valid") {
+            SplitName::Dev
+        } else if name.contains("test") {
+            SplitName::Test
+        } else {
+            continue;
+        };
+        found.push((split, e.path()));
+    }
+    found.sort();
+    (!found.is_empty()).then_some(found)
+}
+
+/// Reads the SQuAD files of `files` into QA splits (see [`qa_sentences`]);
+/// two files for one split is an error.
+pub fn load_qa_splits(dir: &Path, files: &[(SplitName, std::path::PathBuf)], tokenize: Tokenize) -> Result<Vec<Split>> {
+    let mut splits: Vec<Split> = Vec::new();
+    for (name, path) in files {
+        if let Some(other) = splits.iter().find(|s| s.name == *name) {
+            return Err(CorpusError::file(
+                dir,
+                format!(
+                    "two files look like the {} split: {} and {}",
+                    name.as_str(),
+                    other.path.display(),
+                    path.display()
+                ),
+            ));
+        }
+        let text = read_text(path)?;
+        let file = SquadFile::parse(path, &text)?;
+        let (sentences, items) = qa_sentences(path, &text, &file, tokenize)?;
+        splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
+    }
+    Ok(splits)
 }
 
 #[cfg(test)]

@@ -123,6 +123,63 @@ impl MultiHeadConfig {
     }
 }
 
+impl MultiHeadConfig {
+    /// Cross-attention with these sizes (`d_query` for the attending
+    /// sequence, `d_key` for the attended one; no relative positions: the
+    /// two sequences share no axis).
+    pub fn init_cross<B: Backend>(&self, device: &B::Device) -> CrossAttention<B> {
+        CrossAttention { attention: MultiHeadConfig { relative: false, ..self.clone() }.init(device) }
+    }
+}
+
+/// Multi-head cross-attention: each position of sequence A (the queries,
+/// e.g. a context) attends over sequence B (keys and values, e.g. a
+/// question). The same [`MultiHeadAttention`] as self-attention, with masks
+/// on both sides: padded keys get zero weight, and padded queries (and
+/// queries with no real key) get a zero output and zero weights.
+///
+/// Shapes: `a [B, La, Da]` → `q [B, H, La, Dh]`; `b [B, Lb, Db]` → `k, v
+/// [B, H, Lb, Dh]`; weights `[B, H, La, Lb]`; context `[B, La, Da]`.
+#[derive(Module, Debug)]
+pub struct CrossAttention<B: Backend> {
+    pub attention: MultiHeadAttention<B>,
+}
+
+impl<B: Backend> CrossAttention<B> {
+    /// `a [B, La, Da]` with `a_mask [B, La]` attends over `b [B, Lb, Db]`
+    /// with `b_mask [B, Lb]` → context `[B, La, Da]` and, when asked,
+    /// weights `[B, H, La, Lb]`. Local attention needs one shared axis, so
+    /// it runs as dense here; chunked runs chunked.
+    pub fn forward(
+        &self,
+        a: Tensor<B, 3>,
+        a_mask: Tensor<B, 2, Bool>,
+        b: Tensor<B, 3>,
+        b_mask: Tensor<B, 2, Bool>,
+        plan: AttentionPlan,
+        want_weights: bool,
+    ) -> AttentionOutput<B>
+    where
+        B: SeqBackend,
+    {
+        let plan = match plan.imp {
+            AttentionImpl::Local => AttentionPlan { imp: AttentionImpl::Dense, ..plan },
+            _ => plan,
+        };
+        let [n, la, d] = a.dims();
+        let lb = b.dims()[1];
+        let h = self.attention.heads();
+        let out = self.attention.forward(a, b, b_mask.clone(), plan, want_weights);
+        // Real queries of sentences with at least one real key (else the
+        // output projection's bias would leak into a "zero" context).
+        let any_key = b_mask.float().sum_dim(1).greater_elem(0.0).float(); // [B, 1]
+        let queries = a_mask.float() * any_key.expand([n, la]); // [B, La]
+        let context = out.context * queries.clone().unsqueeze_dim::<3>(2).expand([n, la, d]); // [B, La, D]
+        let weights = out.weights.map(|w| w * queries.unsqueeze_dims::<4>(&[1, 3]).expand([n, h, la, lb]));
+        AttentionOutput { context, weights }
+    }
+}
+
 /// The attended values, and the weights when asked for.
 pub struct AttentionOutput<B: Backend> {
     /// `[B, Lq, D]`.

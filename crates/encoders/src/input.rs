@@ -15,6 +15,11 @@ pub struct TaggerInput<B: Backend> {
     pub caps: Tensor<B, 2, Int>,
     /// `[B, L]`, true at real tokens.
     pub mask: Tensor<B, 2, Bool>,
+    /// Tokens per sentence (the mask's row sums, kept on the host).
+    pub lengths: Vec<usize>,
+    /// The sentences' questions as a batch of their own, for
+    /// question-conditioned tagging.
+    pub question: Option<Box<TaggerInput<B>>>,
 }
 
 impl<B: Backend> TaggerInput<B> {
@@ -25,6 +30,8 @@ impl<B: Backend> TaggerInput<B> {
             chars: Tensor::from_data(TensorData::new(p.chars.clone(), [b, l, w]), device),
             caps: Tensor::from_data(TensorData::new(p.caps.clone(), [b, l]), device),
             mask: Tensor::from_data(TensorData::new(p.mask.clone(), [b, l]), device),
+            lengths: p.lengths.clone(),
+            question: p.question.as_ref().map(|q| Box::new(Self::from_padded(q, device))),
         }
     }
 

@@ -16,4 +16,4 @@ pub mod tagger;
 pub mod transformer;
 
 pub use input::TaggerInput;
-pub use tagger::{DecoderKind, EncoderConfig, EncoderKind, Tagger, TaggerConfig, TaggerShape};
+pub use tagger::{DecoderKind, EncoderConfig, EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerShape};

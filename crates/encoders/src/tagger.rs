@@ -6,10 +6,12 @@ use crate::bilstm::{BiLstm, BiLstmConfig};
 use crate::features::{Features, FeaturesConfig};
 use crate::input::TaggerInput;
 use crate::ops::SeqBackend;
-use crate::transformer::{AttentionConfig, AttentionEncoder};
+use crate::transformer::{AttentionConfig, AttentionEncoder, Memory};
+use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::{log_softmax, softmax};
+use burn::tensor::TensorData;
 use corpus::{Scheme, Tag};
 use crf::{Constraints, Crf, Reduction};
 use serde::{Deserialize, Serialize};
@@ -28,6 +30,21 @@ pub enum DecoderKind {
     Crf,
     /// Independent softmax per token (cross-entropy loss, argmax decoding).
     Softmax,
+}
+
+/// How a sentence's question (extractive QA) reaches the encoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestionMode {
+    /// No question: plain sequence tagging.
+    #[default]
+    None,
+    /// `question [SEP] context` as one sequence through the encoder (any
+    /// kind); the context's positions are tagged.
+    Concat,
+    /// The context through attention blocks that also cross-attend to the
+    /// question, encoded by the same blocks (attention encoder only).
+    Cross,
 }
 
 /// Which encoder, and the settings of each kind (only the chosen one is used).
@@ -57,6 +74,8 @@ pub struct TaggerConfig {
     pub decoder: DecoderKind,
     /// Exclude the transitions the tag scheme forbids (CRF only).
     pub constrained: bool,
+    /// Question-conditioned tagging (QA data): "none", "concat" or "cross".
+    pub question: QuestionMode,
 }
 
 impl Default for TaggerConfig {
@@ -66,6 +85,7 @@ impl Default for TaggerConfig {
             encoder: EncoderConfig::default(),
             decoder: DecoderKind::Crf,
             constrained: true,
+            question: QuestionMode::None,
         }
     }
 }
@@ -117,6 +137,9 @@ impl TaggerConfig {
                 probability("encoder.attention.attention_dropout", a.attention_dropout)?;
             }
         }
+        if self.question == QuestionMode::Cross && self.encoder.kind != EncoderKind::Attention {
+            return Err("question = \"cross\" needs encoder.kind = \"attention\" (use \"concat\" with a BiLSTM)".into());
+        }
         Ok(())
     }
 
@@ -128,9 +151,18 @@ impl TaggerConfig {
                 (Encoder::BiLstm(self.encoder.bilstm.init(d_in, device)), self.encoder.bilstm.output_dim())
             }
             EncoderKind::Attention => {
-                (Encoder::Attention(self.encoder.attention.init(d_in, device)), self.encoder.attention.d_model)
+                let a = &self.encoder.attention;
+                let enc = if self.question == QuestionMode::Cross {
+                    a.init_cross(d_in, device)
+                } else {
+                    a.init(d_in, device)
+                };
+                (Encoder::Attention(enc), a.d_model)
             }
         };
+        // A learned separator between question and context, N(0, 1) like an embedding row.
+        let separator = (self.question == QuestionMode::Concat)
+            .then(|| Param::from_tensor(Tensor::random([d_in], burn::tensor::Distribution::Normal(0.0, 1.0), device)));
         let t = shape.tags.len();
         let crf = match self.decoder {
             DecoderKind::Crf => {
@@ -143,7 +175,7 @@ impl TaggerConfig {
             }
             DecoderKind::Softmax => None,
         };
-        Tagger { features, encoder, emit: LinearConfig::new(d_out, t).init(device), crf }
+        Tagger { features, encoder, separator, emit: LinearConfig::new(d_out, t).init(device), crf }
     }
 }
 
@@ -165,9 +197,23 @@ impl<B: Backend> Encoder<B> {
     where
         B: SeqBackend,
     {
+        self.forward_with_memory(x, mask, None, want_weights)
+    }
+
+    /// [`Self::forward`] with a memory for cross-encoder blocks to attend to.
+    pub fn forward_with_memory(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        memory: Option<&Memory<B>>,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    where
+        B: SeqBackend,
+    {
         match self {
             Encoder::BiLstm(m) => (m.forward(x, mask), Vec::new()),
-            Encoder::Attention(m) => m.forward(x, mask, want_weights),
+            Encoder::Attention(m) => m.forward_with_memory(x, mask, memory, want_weights),
         }
     }
 }
@@ -176,6 +222,8 @@ impl<B: Backend> Encoder<B> {
 pub struct Tagger<B: Backend> {
     pub features: Features<B>,
     pub encoder: Encoder<B>,
+    /// `[D_in]`, the separator of `question [SEP] context` (concat mode only).
+    pub separator: Option<Param<Tensor<B, 1>>>,
     /// Encoder output → one score per tag.
     pub emit: Linear<B>,
     /// `None` for the softmax decoder.
@@ -191,9 +239,29 @@ pub struct TaggerOutput<B: Backend> {
 }
 
 impl<B: SeqBackend> Tagger<B> {
+    /// Emission scores of the sentences of `input` (for QA data, of the
+    /// context positions, the question joined as the tagger was built to).
     pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> TaggerOutput<B> {
         let x = self.features.forward(input); // [B, L, D]
-        let (h, attention) = self.encoder.forward(x, input.mask.clone(), want_weights); // [B, L, D_out]
+        let (h, attention) = match (&input.question, &self.separator) {
+            (None, _) => self.encoder.forward(x, input.mask.clone(), want_weights), // [B, L, D_out]
+            (Some(q), Some(sep)) => {
+                let qx = self.features.forward(q); // [B, Lq, D]
+                let (joint, joint_mask, context_at) = join_question(qx, &q.lengths, sep.val(), x, &input.lengths);
+                let (h, attention) = self.encoder.forward(joint, joint_mask, want_weights); // [B, Lq+1+L, D_out]
+                let [b, l] = input.dims();
+                let d = h.dims()[2];
+                (h.gather(1, context_at.unsqueeze_dim::<3>(2).expand([b, l, d])), attention)
+                // [B, L, D_out]
+            }
+            (Some(q), None) => {
+                let qx = self.features.forward(q); // [B, Lq, D]
+                let (memory, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D_out]
+                let memory = (memory, q.mask.clone());
+                self.encoder.forward_with_memory(x, input.mask.clone(), Some(&memory), want_weights)
+                // [B, L, D_out]
+            }
+        };
         TaggerOutput { emissions: self.emit.forward(h), attention }
     }
 
@@ -240,4 +308,47 @@ impl<B: SeqBackend> Tagger<B> {
             }
         }
     }
+}
+
+/// `question [SEP] context` per sentence, packed without inner padding:
+/// `q [B, Lq, D]` (real lengths `q_len`), `sep [D]`, `c [B, Lc, D]` (real
+/// lengths `c_len`) → the joint sequence `[B, Lt, D]` (Lt the longest
+/// `q_len + 1 + c_len`), its mask `[B, Lt]`, and for each context position
+/// its place in the joint sequence `[B, Lc]` (0 at padding).
+pub fn join_question<B: Backend>(
+    q: Tensor<B, 3>,
+    q_len: &[usize],
+    sep: Tensor<B, 1>,
+    c: Tensor<B, 3>,
+    c_len: &[usize],
+) -> (Tensor<B, 3>, Tensor<B, 2, Bool>, Tensor<B, 2, Int>) {
+    let [b, lq, d] = q.dims();
+    let lc = c.dims()[1];
+    let device = q.device();
+    let source = Tensor::cat(vec![q, sep.reshape([1, 1, d]).expand([b, 1, d]), c], 1); // [B, Lq+1+Lc, D]
+    let lt = (0..b).map(|s| q_len[s] + 1 + c_len[s]).max().unwrap_or(1);
+    // Joint position p of sentence s reads source row: question p, then
+    // the separator (row Lq), then context p − q − 1; padding reads the separator.
+    let mut from = Vec::with_capacity(b * lt);
+    let mut mask = Vec::with_capacity(b * lt);
+    let mut back = Vec::with_capacity(b * lc);
+    for s in 0..b {
+        let (nq, nc) = (q_len[s], c_len[s]);
+        for p in 0..lt {
+            from.push(if p < nq {
+                p
+            } else if p > nq && p <= nq + nc {
+                lq + p - nq
+            } else {
+                lq
+            } as i64);
+            mask.push(p < nq + 1 + nc);
+        }
+        back.extend((0..lc).map(|j| if j < nc { (nq + 1 + j) as i64 } else { 0 }));
+    }
+    let from = Tensor::<B, 2, Int>::from_data(TensorData::new(from, [b, lt]), &device);
+    let joint = source.gather(1, from.unsqueeze_dim::<3>(2).expand([b, lt, d])); // [B, Lt, D]
+    let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, lt]), &device);
+    let back = Tensor::<B, 2, Int>::from_data(TensorData::new(back, [b, lc]), &device);
+    (joint, mask, back)
 }

@@ -2,8 +2,13 @@
 //! added (or given to the scores, for relative positions), then N pre-norm
 //! blocks of multi-head self-attention and a feed-forward layer, each with a
 //! residual connection, and a final LayerNorm.
+//!
+//! Built with cross-attention ([`AttentionConfig::init_cross`]), every block
+//! is a cross-encoder block: self-attention over the sequence (a context),
+//! then cross-attention to a second encoded sequence (a question), then
+//! the feed-forward layer, each pre-norm with a residual connection.
 
-use crate::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
+use crate::attention::{AttentionImpl, AttentionPlan, CrossAttention, MultiHeadAttention, MultiHeadConfig};
 use crate::ops::SeqBackend;
 use crate::positional::{absolute_sinusoids, LearnedPositions, Position};
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
@@ -90,6 +95,16 @@ impl AttentionConfig {
     }
 
     pub fn init<B: Backend>(&self, d_input: usize, device: &B::Device) -> AttentionEncoder<B> {
+        self.build(d_input, false, device)
+    }
+
+    /// An encoder whose blocks also attend to a memory sequence (see the
+    /// module docs): [`AttentionEncoder::forward_with_memory`].
+    pub fn init_cross<B: Backend>(&self, d_input: usize, device: &B::Device) -> AttentionEncoder<B> {
+        self.build(d_input, true, device)
+    }
+
+    fn build<B: Backend>(&self, d_input: usize, cross: bool, device: &B::Device) -> AttentionEncoder<B> {
         let mh = MultiHeadConfig {
             d_query: self.d_model,
             d_key: self.d_model,
@@ -103,6 +118,10 @@ impl AttentionConfig {
             .map(|_| Block {
                 norm1: LayerNormConfig::new(self.d_model).init(device),
                 attention: mh.init(device),
+                cross: cross.then(|| CrossLayer {
+                    norm: LayerNormConfig::new(self.d_model).init(device),
+                    attention: mh.init_cross(device),
+                }),
                 norm2: LayerNormConfig::new(self.d_model).init(device),
                 ff1: LinearConfig::new(self.d_model, self.ffn).init(device),
                 ff2: LinearConfig::new(self.ffn, self.d_model).init(device),
@@ -124,10 +143,22 @@ impl AttentionConfig {
     }
 }
 
+/// The cross-attention step of a cross-encoder block.
+#[derive(Module, Debug)]
+pub struct CrossLayer<B: Backend> {
+    pub norm: LayerNorm<B>,
+    pub attention: CrossAttention<B>,
+}
+
+/// A memory sequence to attend to: `[B, Lm, D]` and its mask `[B, Lm]`.
+pub type Memory<B> = (Tensor<B, 3>, Tensor<B, 2, Bool>);
+
 #[derive(Module, Debug)]
 pub struct Block<B: Backend> {
     pub norm1: LayerNorm<B>,
     pub attention: MultiHeadAttention<B>,
+    /// Cross-attention to the memory (cross-encoder blocks only).
+    pub cross: Option<CrossLayer<B>>,
     pub norm2: LayerNorm<B>,
     pub ff1: Linear<B>,
     pub ff2: Linear<B>,
@@ -135,11 +166,14 @@ pub struct Block<B: Backend> {
 }
 
 impl<B: Backend> Block<B> {
-    /// One pre-norm block; returns the attention weights when asked.
+    /// One pre-norm block; returns the self-attention weights when asked.
+    /// With a memory, a cross-encoder block attends to it after
+    /// self-attention; a block without cross-attention ignores it.
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
+        memory: Option<&Memory<B>>,
         plan: AttentionPlan,
         want_weights: bool,
     ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>)
@@ -147,8 +181,13 @@ impl<B: Backend> Block<B> {
         B: SeqBackend,
     {
         let h = self.norm1.forward(x.clone()); // [B, L, D]
-        let att = self.attention.forward(h.clone(), h, mask, plan, want_weights);
-        let x = x + self.dropout.forward(att.context); // [B, L, D]
+        let att = self.attention.forward(h.clone(), h, mask.clone(), plan, want_weights);
+        let mut x = x + self.dropout.forward(att.context); // [B, L, D]
+        if let (Some(cross), Some((m, m_mask))) = (&self.cross, memory) {
+            let h = cross.norm.forward(x.clone()); // [B, L, D]
+            let c = cross.attention.forward(h, mask, m.clone(), m_mask.clone(), plan, false); // [B, L, D]
+            x = x + self.dropout.forward(c.context);
+        }
         let h = self.norm2.forward(x.clone());
         let h = self.ff2.forward(self.dropout.forward(relu(self.ff1.forward(h)))); // [B, L, D]
         (x + self.dropout.forward(h), att.weights)
@@ -180,6 +219,26 @@ impl<B: Backend> AttentionEncoder<B> {
     where
         B: SeqBackend,
     {
+        self.forward_with_memory(x, mask, None, want_weights)
+    }
+
+    /// Whether the blocks attend to a memory (built by `init_cross`).
+    pub fn is_cross(&self) -> bool {
+        self.blocks.iter().any(|b| b.cross.is_some())
+    }
+
+    /// [`Self::forward`], the blocks of a cross encoder also attending to
+    /// `memory` (`[B, Lm, d_model]`, e.g. the encoded question).
+    pub fn forward_with_memory(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        memory: Option<&Memory<B>>,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    where
+        B: SeqBackend,
+    {
         let plan = AttentionPlan { imp: self.implementation, block: self.block, window: self.window, fused: true };
         let mut h = self.input.forward(x); // [B, L, D]
         let [b, l, d] = h.dims();
@@ -193,7 +252,7 @@ impl<B: Backend> AttentionEncoder<B> {
         let mut h = self.dropout.forward(h);
         let mut weights = Vec::new();
         for block in &self.blocks {
-            let (next, w) = block.forward(h, mask.clone(), plan, want_weights);
+            let (next, w) = block.forward(h, mask.clone(), memory, plan, want_weights);
             h = next;
             weights.extend(w);
         }

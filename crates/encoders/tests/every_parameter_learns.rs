@@ -8,7 +8,7 @@ use corpus::batch::{pad, Encoded};
 use corpus::Scheme;
 use encoders::input::tags_tensor;
 use encoders::positional::Position;
-use encoders::{DecoderKind, EncoderKind, TaggerConfig, TaggerInput, TaggerShape};
+use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerConfig, TaggerInput, TaggerShape};
 
 type AD = Autodiff<NdArray<f32>>;
 
@@ -39,19 +39,46 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
     let tags = Scheme::Bioes.tag_set(&["X".into()]);
     let data = vec![
         Encoded {
+            question: None,
             words: vec![2, 3, 4],
             chars: vec![vec![2], vec![3, 4], vec![5]],
             caps: vec![2, 4, 3],
             tags: Some(vec![1, 3, 0]),
         },
-        Encoded { words: vec![5, 2], chars: vec![vec![6, 2], vec![2]], caps: vec![1, 2], tags: Some(vec![4, 0]) },
+        Encoded {
+            words: vec![5, 2],
+            chars: vec![vec![6, 2], vec![2]],
+            caps: vec![1, 2],
+            tags: Some(vec![4, 0]),
+            question: None,
+        },
     ];
-    let batch = pad(&data, &[0, 1]);
-    for (kind, position, decoder) in [
-        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf),
-        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf),
-        (EncoderKind::Attention, Position::Learned, DecoderKind::Softmax),
+    // The same sentences as contexts of questions (extractive QA).
+    let questions = [vec![3, 5], vec![4]];
+    let with_questions: Vec<Encoded> = data
+        .iter()
+        .zip(&questions)
+        .map(|(e, q)| Encoded {
+            question: Some(Box::new(Encoded {
+                words: q.clone(),
+                chars: q.iter().map(|&w| vec![w]).collect(),
+                caps: vec![1; q.len()],
+                tags: None,
+                question: None,
+            })),
+            ..e.clone()
+        })
+        .collect();
+    use QuestionMode::{Concat, Cross};
+    for (kind, position, decoder, question) in [
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
+        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, QuestionMode::None),
+        (EncoderKind::Attention, Position::Learned, DecoderKind::Softmax, QuestionMode::None),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, Concat),
+        (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::Softmax, Concat),
+        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
     ] {
+        let batch = if question == QuestionMode::None { pad(&data, &[0, 1]) } else { pad(&with_questions, &[0, 1]) };
         let mut cfg = TaggerConfig::default();
         cfg.features.caps_dim = 4;
         cfg.features.word_dim = 8;
@@ -64,6 +91,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         cfg.encoder.attention.heads = 2;
         cfg.encoder.attention.position = position;
         cfg.decoder = decoder;
+        cfg.question = question;
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
         let input = TaggerInput::<AD>::from_padded(&batch, &dev);
@@ -71,6 +99,10 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         let grads = loss.backward();
         let mut v = Missing { grads: &grads, missing: Vec::new() };
         model.visit(&mut v);
-        assert!(v.missing.is_empty(), "{kind:?}/{position:?}/{decoder:?}: no gradient for {:?}", v.missing);
+        assert!(
+            v.missing.is_empty(),
+            "{kind:?}/{position:?}/{decoder:?}/{question:?}: no gradient for {:?}",
+            v.missing
+        );
     }
 }

@@ -115,3 +115,117 @@ fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
     let ctx: Vec<f32> = out.context.into_data().iter::<f32>().collect();
     assert!(ctx.iter().all(|v| v.is_finite()));
 }
+
+fn cross_attention() -> encoders::attention::CrossAttention<B> {
+    MultiHeadConfig { d_query: 8, d_key: 6, heads: 2, head_dim: 4, dropout: 0.0, relative: false, scaled: true }
+        .init_cross::<B>(&dev())
+}
+
+/// `att` from `a [B, La, 8]` (lengths `la`) to `b [B, Lb, 6]` (lengths
+/// `lb`): context, and weights when dense.
+fn cross(
+    att: &encoders::attention::CrossAttention<B>,
+    imp: encoders::attention::AttentionImpl,
+    a: Tensor<B, 3>,
+    la: &[usize],
+    b: Tensor<B, 3>,
+    lb: &[usize],
+) -> (Tensor<B, 3>, Option<Tensor<B, 4>>) {
+    let plan = AttentionPlan { imp, block: 2, ..AttentionPlan::dense() };
+    let (al, bl) = (a.dims()[1], b.dims()[1]);
+    let want = imp == encoders::attention::AttentionImpl::Dense;
+    let out = att.forward(a, mask(la, al), b, mask(lb, bl), plan, want);
+    (out.context, out.weights)
+}
+
+#[test]
+fn cross_attention_with_no_real_key_gives_zeros_not_nan() {
+    B::seed(&dev(), 3);
+    let a = Tensor::<B, 3>::random([2, 3, 8], Distribution::Normal(0.0, 1.0), &dev());
+    let b = Tensor::<B, 3>::random([2, 4, 6], Distribution::Normal(0.0, 1.0), &dev());
+    // Sentence 1's question is empty: every key masked. Sentence 0's third query is padding.
+    let (ctx, w) = cross(&cross_attention(), encoders::attention::AttentionImpl::Dense, a, &[2, 3], b, &[4, 0]);
+    let ctx: Vec<f32> = ctx.into_data().iter::<f32>().collect(); // [2, 3, 8]
+    assert!(ctx.iter().all(|v| v.is_finite()));
+    assert!(ctx[24..].iter().all(|&v| v == 0.0), "no real key: the context must be zeros");
+    assert!(ctx[16..24].iter().all(|&v| v == 0.0), "a padded query gets a zero context");
+    assert!(ctx[..16].iter().any(|&v| v != 0.0));
+    let w: Vec<f32> = w.unwrap().into_data().iter::<f32>().collect(); // [2, 2, 3, 4]
+    assert!(w[24..].iter().all(|&v| v == 0.0), "no real key: zero weights");
+    for h in 0..2 {
+        for i in 0..2 {
+            let row = &w[(h * 3 + i) * 4..(h * 3 + i + 1) * 4];
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5, "real query's weights sum to 1");
+        }
+    }
+}
+
+#[test]
+fn cross_attention_output_does_not_change_when_the_keys_gain_padding() {
+    use encoders::attention::AttentionImpl;
+    B::seed(&dev(), 4);
+    let a = Tensor::<B, 3>::random([2, 5, 8], Distribution::Normal(0.0, 1.0), &dev());
+    let b = Tensor::<B, 3>::random([2, 3, 6], Distribution::Normal(0.0, 1.0), &dev());
+    let att = cross_attention();
+    for imp in [AttentionImpl::Dense, AttentionImpl::Chunked, AttentionImpl::Local] {
+        let (plain, _) = cross(&att, imp, a.clone(), &[5, 4], b.clone(), &[3, 2]);
+        // The same keys with 4 more padded positions of junk.
+        let junk = Tensor::<B, 3>::random([2, 4, 6], Distribution::Normal(7.0, 3.0), &dev());
+        let (padded, _) = cross(&att, imp, a.clone(), &[5, 4], Tensor::cat(vec![b.clone(), junk], 1), &[3, 2]);
+        for s in 0..2 {
+            assert_close(&rows(&padded, s, 5), &rows(&plain, s, 5), 1e-5, &format!("{imp:?} sentence {s}"));
+        }
+    }
+}
+
+/// A QA tagger's emissions for a context are the same alone and inside a
+/// batch with longer questions and contexts (question joined by concat or
+/// by cross-attention; BiLSTM and attention encoders).
+#[test]
+fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
+    use corpus::batch::{pad, Encoded};
+    use corpus::Scheme;
+    use encoders::{EncoderKind, QuestionMode, TaggerConfig, TaggerInput, TaggerShape};
+    let enc = |words: &[u32], question: &[u32]| Encoded {
+        words: words.to_vec(),
+        chars: words.iter().map(|&w| vec![w, w + 1]).collect(),
+        caps: vec![1; words.len()],
+        tags: None,
+        question: Some(Box::new(Encoded {
+            words: question.to_vec(),
+            chars: question.iter().map(|&w| vec![w]).collect(),
+            caps: vec![2; question.len()],
+            tags: None,
+            question: None,
+        })),
+    };
+    let data = vec![enc(&[2, 3, 4], &[5, 6]), enc(&[4, 5, 6, 7, 2, 3], &[3, 3, 3, 4, 5]), enc(&[7], &[2])];
+    let tags = Scheme::Bioes.tag_set(&["ANS".into()]);
+    for (kind, question) in [
+        (EncoderKind::Bilstm, QuestionMode::Concat),
+        (EncoderKind::Attention, QuestionMode::Concat),
+        (EncoderKind::Attention, QuestionMode::Cross),
+    ] {
+        B::seed(&dev(), 5);
+        let mut cfg = TaggerConfig::default();
+        cfg.features.word_dim = 8;
+        cfg.features.caps_dim = 2;
+        cfg.encoder.kind = kind;
+        cfg.encoder.bilstm.hidden = 4;
+        cfg.encoder.attention.d_model = 8;
+        cfg.encoder.attention.ffn = 8;
+        cfg.encoder.attention.heads = 2;
+        cfg.question = question;
+        let shape = TaggerShape { words: 9, chars: 10, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+        let model = cfg.init::<B>(shape, &dev());
+        let t = tags.len();
+        let batch = TaggerInput::<B>::from_padded(&pad(&data, &[0, 1, 2]), &dev());
+        let together = model.forward(&batch, false).emissions; // [3, 6, T]
+        for (s, e) in data.iter().enumerate() {
+            let alone = model.forward(&TaggerInput::from_padded(&pad(&data, &[s]), &dev()), false).emissions;
+            let what = format!("{kind:?}/{question:?} sentence {s}");
+            assert_eq!(alone.dims(), [1, e.len(), t], "{what}: one row per context token");
+            assert_close(&rows(&alone, 0, e.len()), &rows(&together, s, e.len()), 1e-4, &what);
+        }
+    }
+}

@@ -286,7 +286,7 @@ fn parse_input(path: &Path, text: &str, format: InputFormat, scheme: corpus::Sch
         let sentences = tokens
             .into_iter()
             .enumerate()
-            .map(|(i, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line: i + 1 })
+            .map(|(i, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line: i + 1, question: None })
             .collect();
         return Ok(Input { sentences, gold: false });
     }
@@ -300,6 +300,7 @@ fn parse_input(path: &Path, text: &str, format: InputFormat, scheme: corpus::Sch
                 tokens: s.rows.into_iter().map(|r| r[0].clone()).collect(),
                 doc: s.doc,
                 line: s.line,
+                question: None,
             })
             .collect();
         return Ok(Input { sentences, gold: false });
@@ -514,7 +515,7 @@ impl Job for VisualizeJob {
         use crate::visualize as vis;
         let VisualizeJob { run, tokens, label, args } = self;
         let model = run.model::<B::InnerBackend>(&device)?;
-        let sentence = Sentence { tokens: tokens.clone(), tags: Vec::new(), doc: 0, line: 1 };
+        let sentence = Sentence { tokens: tokens.clone(), tags: Vec::new(), doc: 0, line: 1, question: None };
         let encoded = run.encode(std::slice::from_ref(&sentence));
         let tags: Vec<String> = crate::evaluate::tag_all(
             &model,

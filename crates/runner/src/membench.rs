@@ -376,6 +376,7 @@ fn synthetic_batch(batch: usize, len: usize, word_len: usize, words: usize, o_ta
         chars: (0..n * word_len).map(|_| rng.random_range(2..60)).collect(),
         tags: Some(vec![o_tag as i64; n]),
         mask: vec![true; n],
+        question: None,
     }
 }
 

@@ -47,8 +47,9 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let tagger_scheme = cfg.data.tagger_scheme(ds.scheme)?;
     let labels: Vec<String> = ds.labels(SplitName::Train).into_iter().collect();
     let normalize = corpus::Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
+    // Questions (QA data) are text of the same language: their words count too.
     let mut vocabs = Vocabs::build(
-        train.sentences.iter().map(|s| s.tokens.as_slice()),
+        train.sentences.iter().flat_map(|s| std::iter::once(s.tokens.as_slice()).chain(s.question.as_deref())),
         &labels,
         normalize,
         cfg.data.min_word_freq,
@@ -83,7 +84,9 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         for r in ws {
             let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
             train_lines.push(s.line + r.start);
-            train_enc.push(vocabs.encode(&s.tokens[r], Some(&tags), max_chars));
+            let mut e = vocabs.encode(&s.tokens[r], Some(&tags), max_chars);
+            e.question = s.question.as_ref().map(|q| Box::new(vocabs.encode(q, None, max_chars)));
+            train_enc.push(e);
         }
     }
     if windowed > 0 {
@@ -117,7 +120,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
 }
 
 pub fn encode_untagged(vocabs: &Vocabs, sentences: &[Sentence], max_chars: usize) -> Vec<Encoded> {
-    sentences.iter().map(|s| vocabs.encode(&s.tokens, None, max_chars)).collect()
+    sentences.iter().map(|s| vocabs.encode_sentence(s, None, max_chars)).collect()
 }
 
 /// Reads the vectors of the training words and of dev/test words, adds the
