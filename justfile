@@ -3,6 +3,7 @@
 
 seqlab := "cargo run --release --locked -q -p runner --"
 toy := "datasets/toy-en"
+squad := "datasets/squad-split"
 
 default:
     @just --list
@@ -28,6 +29,26 @@ train-attention DATA=toy *ARGS: (_data DATA)
 # Train a self-attention-CRF with TENER's relative positions on DATA.
 train-attention-relative DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
+
+# Extractive QA (SQuAD v1.1) as tagging. DATA is a folder with SQuAD-format
+# train.json/dev.json and a tokenizer.json; the default is the official dev
+# file split by article (38 train / 10 held out), made on first use.
+# Self-attention over question [SEP] context.
+train-qa-self DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-concat-self.toml --data {{DATA}} {{ARGS}}
+
+# Context self-attention + cross-attention to the question.
+train-qa-cross DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-cross.toml --data {{DATA}} {{ARGS}}
+
+# BiLSTM over question [SEP] context.
+train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} {{ARGS}}
+
+# The three QA taggers × seeds 1, 2, 3 (runs in experiments/runs/qa-*), then compare.
+qa-experiments DATA=squad: (_qa DATA)
+    for c in qa-concat-self qa-cross qa-bilstm; do for s in 1 2 3; do {{seqlab}} train --config experiments/configs/$c.toml --data {{DATA}} --seed $s --out experiments/runs/$c-s$s --quiet; done; done
+    {{seqlab}} compare experiments/runs/qa-*
 
 # Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and
 # one set of attention pictures per setting in experiments/heads-sweep/.
@@ -73,3 +94,8 @@ bench: bench-crf bench-attention bench-memory
 # Generate the toy dataset when DATA is the default and missing.
 _data DATA:
     @if [ "{{DATA}}" = "{{toy}}" ] && [ ! -e "{{toy}}/dataset.toml" ]; then {{seqlab}} data toy --out {{toy}}; fi
+
+# Split the shared SQuAD v1.1 dev file and train a tokenizer when DATA is the default and missing.
+_qa DATA:
+    @if [ "{{DATA}}" = "{{squad}}" ] && [ ! -e "{{squad}}/train.json" ]; then {{seqlab}} data split-qa ../shared/datasets/squad11/dev-v1.1.json --out {{squad}}; fi
+    @if [ ! -e "{{DATA}}/tokenizer.json" ]; then {{seqlab}} tokenizer train --data {{DATA}} --vocab-size 16000 --out {{DATA}}/tokenizer.json; fi

@@ -47,6 +47,32 @@ pub enum Command {
         #[command(subcommand)]
         command: DataCommand,
     },
+    /// Subword tokenizers for question-answering data.
+    Tokenizer {
+        #[command(subcommand)]
+        command: TokenizerCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenizerCommand {
+    /// Train a WordPiece tokenizer (BERT normaliser and pre-tokenizer:
+    /// lowercase, accents stripped, each CJK character a word) on the
+    /// contexts and questions of a SQuAD-format training file.
+    Train(TokenizerTrainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TokenizerTrainArgs {
+    /// A SQuAD-format JSON file, or a QA dataset folder (its *train*.json).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Largest vocabulary (special tokens and the alphabet included).
+    #[arg(long, default_value_t = 16000)]
+    pub vocab_size: usize,
+    /// Where to write the tokenizer (e.g. DATA/tokenizer.json).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]

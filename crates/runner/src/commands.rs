@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::Encoded;
 use corpus::reader::{read_rows, RowOptions};
-use corpus::{Dataset, Sentence, Tag, Vocabs};
+use corpus::{Sentence, Tag, Vocabs};
 use encoders::ops::SeqBackend;
 use serde::Serialize;
 use std::io::Read;
@@ -53,7 +53,13 @@ pub fn train(args: TrainArgs) -> Result<()> {
         "" => None,
         m => Some(crate::memory::parse_bytes(m).context("train.max_memory")?),
     };
-    let ds = Dataset::load(&cfg.data.dir)?;
+    let tokenizer = match &args.resume {
+        // A run keeps the tokenizer it was trained with.
+        Some(dir) if dir.join(crate::tokenizer::FILE).is_file() => dir.join(crate::tokenizer::FILE),
+        _ => prep::tokenizer_path(&cfg, &cfg.data.dir),
+    };
+    let ds = prep::load_dataset(&cfg.data.dir, Some(&tokenizer))?;
+    prep::check_question_mode(&cfg, &ds)?;
     let prep = prep::prepare(&mut cfg, &ds)?;
     for n in &prep.notes {
         eprintln!("note: {n}");
@@ -87,6 +93,11 @@ pub fn train(args: TrainArgs) -> Result<()> {
             prep.tags.len(),
             out.display()
         );
+    }
+    if ds.is_qa() && args.resume.is_none() {
+        // The run keeps a copy of its tokenizer: eval and predict cut text the same way.
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        corpus::io::write_atomic(&out.join(crate::tokenizer::FILE), corpus::io::read_text(&tokenizer)?)?;
     }
     let resume = args.resume.is_some();
     dispatch(args.device, TrainJob { cfg, prep, out, quiet: args.quiet, budget, resume })
@@ -177,13 +188,15 @@ impl LoadedRun {
 
     /// The sentences of `split` of `data` (default: the run's dataset).
     pub fn split(&self, data: Option<&Path>, split: corpus::SplitName) -> Result<Vec<Sentence>> {
+        Ok(self.split_with_answers(data, split)?.sentences)
+    }
+
+    /// [`Self::split`] with, for QA data, what maps tags back to answers.
+    pub fn split_with_answers(&self, data: Option<&Path>, split: corpus::SplitName) -> Result<corpus::Split> {
         let dir = data.map_or_else(|| self.cfg.data.dir.clone(), Path::to_path_buf);
-        let ds = Dataset::load(&dir)?;
-        Ok(ds
-            .split(split)
-            .with_context(|| format!("{}: no {} split", dir.display(), split.as_str()))?
-            .sentences
-            .clone())
+        let tokenizer = self.dir.join(crate::tokenizer::FILE);
+        let ds = prep::load_dataset(&dir, tokenizer.is_file().then_some(tokenizer.as_path()))?;
+        Ok(ds.split(split).with_context(|| format!("{}: no {} split", dir.display(), split.as_str()))?.clone())
     }
 
     /// Tags encoded sentences with the run's best model (long ones in
@@ -223,13 +236,14 @@ impl LoadedRun {
 pub fn eval(args: EvalArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
     run.set_windows(args.max_len, args.stride);
-    let split = run.split(args.data.as_deref(), args.split)?;
-    dispatch(args.device, EvalJob { run, split, json: args.json })
+    let split = run.split_with_answers(args.data.as_deref(), args.split)?;
+    dispatch(args.device, EvalJob { run, split: split.sentences, answers: split.qa, json: args.json })
 }
 
 struct EvalJob {
     run: LoadedRun,
     split: Vec<Sentence>,
+    answers: Option<Vec<corpus::squad::QaItem>>,
     json: bool,
 }
 
@@ -238,15 +252,31 @@ impl Job for EvalJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let TaggedSplit { tagged, windowed } = self.run.tag::<B>(&self.run.encode(&self.split), false, &device)?;
+        let confident = self.answers.is_some();
+        let TaggedSplit { tagged, windowed } = self.run.tag::<B>(&self.run.encode(&self.split), confident, &device)?;
         let counts = score_predictions(&self.split, &tagged);
+        let qa = self.answers.as_ref().map(|items| {
+            let answers = crate::evaluate::qa_answers(items, &tagged, &self.run.vocabs.parsed_tags());
+            crate::evaluate::qa_score(items, &answers)
+        });
         if self.json {
             let mut report = serde_json::to_value(counts.report())?;
             report["sentences"] = self.split.len().into();
             report["windowed"] = windowed.into();
+            if let Some(qa) = qa {
+                report["qa"] = serde_json::to_value(qa)?;
+            }
             println!("{report}");
         } else {
             print!("{}", counts.conlleval_text());
+            if let Some(qa) = qa {
+                println!(
+                    "answers (official SQuAD v1.1 metric): exact match {:.2}, F1 {:.2}, {} questions",
+                    100.0 * qa.exact_match,
+                    100.0 * qa.f1,
+                    qa.questions
+                );
+            }
         }
         Ok(())
     }

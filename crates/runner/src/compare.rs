@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+#[derive(Clone)]
 struct Run {
     dir: PathBuf,
     summary: Summary,
@@ -93,7 +94,11 @@ fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
     .map(|s| s.to_string())
     .collect();
     header.extend(types.iter().map(|t| format!("test_f1_{t}")));
-    header.extend(["best_epoch", "epochs", "train_seconds", "tokens_per_second"].iter().map(|s| s.to_string()));
+    header.extend(
+        ["best_epoch", "epochs", "train_seconds", "tokens_per_second", "qa_exact_match", "qa_f1"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
     w.write_record(&header)?;
     for r in runs {
         let s = &r.summary;
@@ -117,6 +122,8 @@ fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
             s.epochs.to_string(),
             format!("{:.1}", s.train_seconds),
             format!("{:.0}", s.tokens_per_second),
+            fmt(s.qa.as_ref().map_or(f64::NAN, |q| q.exact_match)),
+            fmt(s.qa.as_ref().map_or(f64::NAN, |q| q.f1)),
         ]);
         w.write_record(&row)?;
     }
@@ -275,6 +282,28 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
             ms(&|r| r.summary.best_epoch as f64).replace(".0000", ""),
             ms(&|r| r.summary.tokens_per_second)
         );
+    }
+    let qa: Vec<&Run> = runs.iter().filter(|r| r.summary.qa.is_some()).collect();
+    if !qa.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Question answering (official SQuAD v1.1 exact match and F1, seeds grouped: mean ± std)\n\n| dataset | setting | split | seeds | exact match | F1 |\n|---|---|---|---:|---:|---:|"
+        );
+        for ((ds, name), rs) in groups(&qa.into_iter().cloned().collect::<Vec<Run>>()) {
+            let v = |f: &dyn Fn(&crate::rundir::QaMetrics) -> f64| {
+                let xs: Vec<f64> = rs.iter().filter_map(|r| r.summary.qa.as_ref()).map(f).collect();
+                let (m, sd) = mean_std(&xs);
+                format!("{m:.4} ± {sd:.4}")
+            };
+            let split = rs[0].summary.qa.as_ref().map_or("-", |q| q.split.as_str());
+            let _ = writeln!(
+                s,
+                "| {ds} | {name} | {split} | {} | {} | {} |",
+                rs.len(),
+                v(&|q| q.exact_match),
+                v(&|q| q.f1)
+            );
+        }
     }
     s.push_str("\n## Significance\n\n");
     match boot {

@@ -59,6 +59,10 @@ pub struct DataConfig {
     pub max_len: usize,
     /// Tokens between window starts; 0 means `max_len / 2`.
     pub stride: usize,
+    /// Question-answering data (SQuAD-format `train.json`/`dev.json`): the
+    /// subword tokenizer (`tokenizer.json`); empty = `tokenizer.json` in the
+    /// data folder (`seqlab tokenizer train` makes one).
+    pub tokenizer: PathBuf,
 }
 
 impl Default for DataConfig {
@@ -73,6 +77,7 @@ impl Default for DataConfig {
             pretrained: PathBuf::new(),
             max_len: 0,
             stride: 0,
+            tokenizer: PathBuf::new(),
         }
     }
 }

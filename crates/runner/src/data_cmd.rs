@@ -1,6 +1,7 @@
-//! `seqlab data toy`, `seqlab data stats` and `seqlab data split-qa`.
+//! `seqlab data toy`, `seqlab data stats`, `seqlab data split-qa` and
+//! `seqlab tokenizer train`.
 
-use crate::cli::{SplitQaArgs, StatsArgs, ToyArgs};
+use crate::cli::{SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs};
 use corpus::Dataset;
 
 pub fn toy(args: &ToyArgs) -> anyhow::Result<()> {
@@ -52,5 +53,32 @@ pub fn split_qa(args: &SplitQaArgs) -> anyhow::Result<()> {
             s.answers
         );
     }
+    Ok(())
+}
+
+pub fn train_tokenizer(args: &TokenizerTrainArgs) -> anyhow::Result<()> {
+    if args.vocab_size < 2 {
+        anyhow::bail!("--vocab-size must be at least 2");
+    }
+    let file = if args.data.is_dir() {
+        let files = corpus::squad::qa_files(&args.data).unwrap_or_default();
+        match files.into_iter().find(|(s, _)| *s == corpus::SplitName::Train) {
+            Some((_, f)) => f,
+            None => anyhow::bail!("{}: no *train*.json (SQuAD format) to train a tokenizer on", args.data.display()),
+        }
+    } else {
+        args.data.clone()
+    };
+    let squad = corpus::squad::SquadFile::read(&file)?;
+    let texts = crate::tokenizer::squad_texts(std::slice::from_ref(&squad));
+    let tok = crate::tokenizer::train_wordpiece(texts.iter().copied(), args.vocab_size)?;
+    crate::tokenizer::save(&tok, &args.out)?;
+    println!(
+        "wrote {}: WordPiece, {} entries, trained on {} texts of {}",
+        args.out.display(),
+        tok.get_vocab_size(true),
+        texts.len(),
+        file.display()
+    );
     Ok(())
 }

@@ -17,6 +17,7 @@ mod prep;
 mod rundir;
 mod score_cmd;
 mod sweep;
+mod tokenizer;
 mod train;
 mod visualize;
 
@@ -24,7 +25,7 @@ use anyhow::Result;
 use burn::backend::Autodiff;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
-use cli::{BenchCommand, Cli, Command, DataCommand, DeviceArg};
+use cli::{BenchCommand, Cli, Command, DataCommand, DeviceArg, TokenizerCommand};
 use encoders::ops::SeqBackend;
 
 /// mimalloc reuses freed memory instead of returning large blocks to the
@@ -99,6 +100,9 @@ fn main() {
             DataCommand::Toy(args) => data_cmd::toy(&args),
             DataCommand::Stats(args) => data_cmd::stats(&args),
             DataCommand::SplitQa(args) => data_cmd::split_qa(&args),
+        },
+        Command::Tokenizer { command } => match command {
+            TokenizerCommand::Train(args) => data_cmd::train_tokenizer(&args),
         },
     });
     if let Err(e) = result {

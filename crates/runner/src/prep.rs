@@ -2,13 +2,14 @@
 //! optional pretrained vectors.
 
 use crate::config::RunConfig;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use corpus::batch::Encoded;
 use corpus::vectors::read_vectors;
 use corpus::{Dataset, Sentence, SplitName, Tag, Vocabs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 /// A held-out split: the sentences as read (gold tags in the data's scheme)
 /// and their ids.
@@ -16,6 +17,55 @@ pub struct EvalSplit {
     pub name: SplitName,
     pub sentences: Vec<Sentence>,
     pub encoded: Vec<Encoded>,
+    /// Question-answering data: what maps tagged spans back to answers.
+    pub qa: Option<Vec<corpus::squad::QaItem>>,
+}
+
+/// Reads a dataset folder: tagged columns, or question-answering files
+/// (SQuAD-format JSON) cut into sub-tokens by `tokenizer` (default:
+/// `tokenizer.json` in the folder).
+pub fn load_dataset(dir: &Path, tokenizer: Option<&Path>) -> Result<Dataset> {
+    if corpus::squad::qa_files(dir).is_none() {
+        return Ok(Dataset::load(dir)?);
+    }
+    let path = tokenizer.map_or_else(|| dir.join(crate::tokenizer::FILE), Path::to_path_buf);
+    if !path.is_file() {
+        bail!(
+            "{}: question-answering data needs a subword tokenizer, and {} does not exist; make one with\n  seqlab tokenizer train --data {} --out {}\n(or set data.tokenizer to any tokenizer.json)",
+            dir.display(),
+            path.display(),
+            dir.display(),
+            path.display()
+        );
+    }
+    let tok = crate::tokenizer::load(&path)?;
+    Ok(Dataset::load_qa(dir, &|t: &str| crate::tokenizer::pieces(&tok, t))?)
+}
+
+/// The tokenizer a run of `cfg` on `dir` reads (QA data only).
+pub fn tokenizer_path(cfg: &RunConfig, dir: &Path) -> PathBuf {
+    if cfg.data.tokenizer.as_os_str().is_empty() {
+        dir.join(crate::tokenizer::FILE)
+    } else {
+        cfg.data.tokenizer.clone()
+    }
+}
+
+/// Refuses a model whose question mode does not fit the data.
+pub fn check_question_mode(cfg: &RunConfig, ds: &Dataset) -> Result<()> {
+    use encoders::QuestionMode;
+    match (ds.is_qa(), cfg.model.question) {
+        (true, QuestionMode::None) => bail!(
+            "{} holds question-answering data: set model.question = \"concat\" or \"cross\" (see experiments/configs/qa-*.toml)",
+            ds.dir.display()
+        ),
+        (false, q) if q != QuestionMode::None => bail!(
+            "model.question = {:?} needs question-answering data (SQuAD-format train.json, dev.json), and {} holds tagged columns",
+            format!("{q:?}").to_lowercase(),
+            ds.dir.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Everything training needs from the data.
@@ -104,6 +154,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
             name: s.name,
             sentences: s.sentences.clone(),
             encoded: encode_untagged(&vocabs, &s.sentences, max_chars),
+            qa: s.qa.clone(),
         })
         .collect();
     Ok(Prepared {

@@ -143,6 +143,19 @@ pub struct Summary {
     pub tokens_per_second: f64,
     pub dev: Option<SplitMetrics>,
     pub test: Option<SplitMetrics>,
+    /// Question answering: the official SQuAD v1.1 exact match and F1 of
+    /// the answers (test split when there is one, else dev).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qa: Option<QaMetrics>,
+}
+
+/// Answer-level scores of a QA run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QaMetrics {
+    pub split: String,
+    pub exact_match: f64,
+    pub f1: f64,
+    pub questions: usize,
 }
 
 /// One row of `metrics.csv`.

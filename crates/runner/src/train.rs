@@ -328,14 +328,31 @@ where
         device,
     )?;
     let mut metrics = [None, None];
+    let mut qa = None;
     for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
         if let Some(split) = prep.split(name) {
-            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, cfg.data.windows(), false, device).tagged;
+            // QA picks the most confident span: ask for the confidences.
+            let confident = split.qa.is_some();
+            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, cfg.data.windows(), confident, device).tagged;
             metrics[k] = Some(SplitMetrics::from(score_predictions(&split.sentences, &tagged).report()));
             corpus::io::write_atomic(
                 &out.join(format!("predictions.{}.conll", name.as_str())),
                 predictions_file(&split.sentences, &tagged),
             )?;
+            if let Some(items) = &split.qa {
+                let answers = crate::evaluate::qa_answers(items, &tagged, &prep.vocabs.parsed_tags());
+                let score = crate::evaluate::qa_score(items, &answers);
+                corpus::io::write_atomic(
+                    &out.join(format!("predictions.{}.json", name.as_str())),
+                    crate::evaluate::qa_predictions_json(items, &answers),
+                )?;
+                qa = Some(rundir::QaMetrics {
+                    split: name.as_str().into(),
+                    exact_match: score.exact_match,
+                    f1: score.f1,
+                    questions: score.questions,
+                });
+            }
         }
     }
     let [dev_m, test_m] = metrics;
@@ -353,10 +370,13 @@ where
         tokens_per_second: state.train_tokens as f64 / state.train_seconds.max(1e-9),
         dev: dev_m,
         test: test_m,
+        qa,
     };
     rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
     // Head diagnostics on dev: heads.csv, and a warning when half the heads collapsed.
-    if let (encoders::EncoderKind::Attention, Some(dev)) = (cfg.model.encoder.kind, dev) {
+    // (Not for question [SEP] context: its attention spans the question too.)
+    let joint = cfg.model.question == encoders::QuestionMode::Concat;
+    if let (encoders::EncoderKind::Attention, Some(dev), false) = (cfg.model.encoder.kind, dev, joint) {
         let tokens: Vec<Vec<String>> = dev.sentences.iter().map(|s| s.tokens.clone()).collect();
         let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device);
         if let Err(e) = crate::commands::write_heads_csv(&out.join("heads.csv"), &stats) {
