@@ -284,6 +284,13 @@ impl Job for EvalJob {
 
 pub fn predict(args: PredictArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
+    if run.cfg.model.question != encoders::QuestionMode::None {
+        anyhow::bail!(
+            "{}: this tagger answers questions, and predict reads sentences without them; score it on SQuAD-format files with  seqlab eval --run {} --data DIR",
+            args.run.display(),
+            args.run.display()
+        );
+    }
     run.set_windows(args.max_len, args.stride);
     let (name, text) = if args.input.as_os_str() == "-" {
         let mut s = String::new();
@@ -445,6 +452,12 @@ pub fn heads(args: HeadsArgs) -> Result<()> {
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
         anyhow::bail!("{}: a {} tagger has no attention heads", args.run.display(), encoder_name(&run.cfg));
     }
+    if run.cfg.model.question == encoders::QuestionMode::Concat {
+        anyhow::bail!(
+            "{}: its attention spans question [SEP] context, which heads does not lay out yet (a cross-attention run shows the context's self-attention)",
+            args.run.display()
+        );
+    }
     let split = run.split(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
@@ -512,6 +525,12 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
         anyhow::bail!("{}: a {} tagger has no attention to draw", args.run.display(), encoder_name(&run.cfg));
+    }
+    if run.cfg.model.question == encoders::QuestionMode::Concat {
+        anyhow::bail!(
+            "{}: its attention spans question [SEP] context, which visualize does not lay out yet (a cross-attention run shows the context's self-attention)",
+            args.run.display()
+        );
     }
     let (tokens, label) = match (&args.text, args.sentence) {
         (Some(t), _) => (text_tokens(t), "text".to_string()),

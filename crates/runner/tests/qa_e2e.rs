@@ -148,6 +148,11 @@ fn qa_taggers_train_and_report_official_answer_scores() {
                 .unwrap();
         assert_eq!(eval["overall"]["f1"], summary["dev"]["f1"], "{config}");
         assert_eq!(eval["qa"]["f1"], qa["f1"], "{config}");
+        // predict has no questions to give it: a clear refusal.
+        let o =
+            seqlab(&["predict", "--run", run.to_str().unwrap(), "--input", data.join("dev.json").to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("answers questions") && err.contains("seqlab eval"), "{err}");
     }
     // compare reports the answer scores of QA runs.
     let out = dir.path().join("cmp");
