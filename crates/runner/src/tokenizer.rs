@@ -118,6 +118,21 @@ mod tests {
             assert_eq!(text, item.answers[0], "{}", item.id);
             assert!(s.question.as_ref().is_some_and(|q| !q.is_empty()));
         }
+        // Every gold answer, not only the first that training tags: tag it
+        // by offsets, read it back.
+        let questions = file.data.iter().flat_map(|a| &a.paragraphs).flat_map(|p| p.qas.iter().map(move |q| (p, q)));
+        let mut answers = 0;
+        for ((_, q), item) in questions.zip(&items) {
+            for a in &q.answers {
+                let end = a.answer_start + a.text.chars().count();
+                let tags = corpus::squad::answer_tags(&item.offsets, a.answer_start, end).unwrap();
+                let span = &corpus::Scheme::Iob2.decode(&tags)[0];
+                let text = corpus::squad::span_text(&item.context, &item.offsets, span.start, span.end - 1);
+                assert_eq!(text, a.text, "{}", q.id);
+                answers += 1;
+            }
+        }
+        assert_eq!(answers, 7);
         // BERT's pre-tokenizer makes every CJK character its own token.
         let zh = &sentences[4];
         assert_eq!(&zh.tokens[..4], ["北", "京", "是", "中"]);
