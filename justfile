@@ -88,8 +88,22 @@ bench-attention *ARGS:
 bench-memory CONFIG="experiments/configs/attention-crf.toml" *ARGS:
     {{seqlab}} bench memory --config {{CONFIG}} {{ARGS}}
 
+# DATA: a dataset folder whose training split is batched (default: generated
+# sentences with CoNLL-2003-like lengths).
+# Training and inference tokens/s of the reference taggers (benchmarks/configs).
+bench-throughput DATA="" *ARGS:
+    for c in ref-bilstm-crf ref-attention-crf; do for w in train predict; do {{seqlab}} bench $w --config benchmarks/configs/$c.toml {{ if DATA == "" { "" } else { "--data " + DATA } }} {{ARGS}}; done; done
+
+# The PyTorch reference lives in benchmarks/pytorch (its own venv, made on
+# first use); both run the same batches at the same threads, ROUNDS
+# alternating rounds. DATA: a dataset folder (default: generated sentences).
+# seqlab against PyTorch, side by side: writes benchmarks/results.md.
+bench-vs-pytorch DATA="" ROUNDS="5" THREADS="2":
+    cargo build --release --locked -p runner
+    DATA="{{DATA}}" ROUNDS={{ROUNDS}} THREADS={{THREADS}} benchmarks/vs-pytorch.sh
+
 # Every benchmark with its defaults.
-bench: bench-crf bench-attention bench-memory
+bench: bench-crf bench-attention bench-memory bench-throughput
 
 # Generate the toy dataset when DATA is the default and missing.
 _data DATA:

@@ -6,10 +6,12 @@
 //! Shapes: `B` batch, `H` heads, `Lq`/`Lk` query/key lengths, `Dh` head size,
 //! `D` model size (`H·Dh`).
 
+use crate::dropout::Dropout;
+use crate::linear::per_token;
 use crate::ops::SeqBackend;
 use crate::positional::relative_sinusoids;
 use burn::module::Param;
-use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
+use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use burn::tensor::module::attention as fused_attention;
@@ -115,7 +117,7 @@ impl MultiHeadConfig {
             value: LinearConfig::new(self.d_key, d).init(device),
             output: LinearConfig::new(d, self.d_query).init(device),
             relative,
-            dropout: DropoutConfig::new(self.dropout).init(),
+            dropout: Dropout::new(self.dropout),
             heads: self.heads,
             head_dim: self.head_dim,
             scaled: self.scaled,
@@ -209,9 +211,9 @@ impl<B: Backend> MultiHeadAttention<B> {
     where
         B: SeqBackend,
     {
-        let q = self.split_heads(self.query.forward(query)); // [B, H, Lq, Dh]
-        let k = self.split_heads(self.key.forward(memory.clone())); // [B, H, Lk, Dh]
-        let v = self.split_heads(self.value.forward(memory)); // [B, H, Lk, Dh]
+        let q = self.split_heads(per_token(&self.query, query)); // [B, H, Lq, Dh]
+        let k = self.split_heads(per_token(&self.key, memory.clone())); // [B, H, Lk, Dh]
+        let v = self.split_heads(per_token(&self.value, memory)); // [B, H, Lk, Dh]
         let band = (plan.imp == AttentionImpl::Local).then_some(plan.window);
         let (ctx, weights) = match plan.imp {
             _ if want_weights => self.dense(q, k, v, key_mask, band, true),
@@ -222,7 +224,7 @@ impl<B: Backend> MultiHeadAttention<B> {
             AttentionImpl::Chunked => (self.chunked(q, k, v, key_mask, plan.block), None),
             AttentionImpl::Local => (self.local(q, k, v, key_mask, plan.window), None),
         };
-        AttentionOutput { context: self.output.forward(self.merge_heads(ctx)), weights }
+        AttentionOutput { context: per_token(&self.output, self.merge_heads(ctx)), weights }
     }
 
     fn scale(&self) -> f32 {

@@ -13,8 +13,9 @@
 //! Layers pass per-step tensors to each other, and only the input features
 //! are sliced once per step.
 
+use crate::dropout::Dropout;
 use burn::module::Param;
-use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
+use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, tanh};
 use burn::tensor::Distribution;
@@ -48,7 +49,7 @@ impl BiLstmConfig {
                 BiLstmLayer::new(d_in, self.hidden, device)
             })
             .collect();
-        BiLstm { layers, dropout: DropoutConfig::new(self.dropout).init() }
+        BiLstm { layers, dropout: Dropout::new(self.dropout) }
     }
 }
 
@@ -102,23 +103,35 @@ impl<B: Backend> LstmDirection<B> {
     }
 
     /// One step: `x [B, D]`, state `(h, c)` `[B, H]` each → new `(h, c)`.
+    /// `scale [1, 4H]` is 1 on the sigmoid gates and 2 on the cell gate, so
+    /// that all four activations are one sigmoid over the contiguous gate
+    /// pre-activations, with tanh(x) = 2·sigmoid(2x) − 1 for the cell gate
+    /// (one pass instead of four over strided column slices; see [`gate_scale`]).
     fn step(
         &self,
         x: Tensor<B, 2>,
         h: Tensor<B, 2>,
         c: Tensor<B, 2>,
         w: &Tensor<B, 2>,
+        scale: &Tensor<B, 2>,
     ) -> (Tensor<B, 2>, Tensor<B, 2>) {
         let [b, hd] = h.dims();
         let gates = self.input.forward(x) + h.matmul(w.clone()); // [B, 4H]
-        let i = sigmoid(gates.clone().slice([0..b, 0..hd]));
-        let f = sigmoid(gates.clone().slice([0..b, hd..2 * hd]));
-        let g = tanh(gates.clone().slice([0..b, 2 * hd..3 * hd]));
-        let o = sigmoid(gates.slice([0..b, 3 * hd..4 * hd]));
+        let act = sigmoid(gates * scale.clone()); // [B, 4H]
+        let i = act.clone().slice([0..b, 0..hd]);
+        let f = act.clone().slice([0..b, hd..2 * hd]);
+        let g = act.clone().slice([0..b, 2 * hd..3 * hd]).mul_scalar(2.0).sub_scalar(1.0); // tanh
+        let o = act.slice([0..b, 3 * hd..4 * hd]);
         let c = f * c + i * g;
         let h = o * tanh(c.clone());
         (h, c)
     }
+}
+
+/// `[1, 4H]`: 1 for the input, forget and output gates, 2 for the cell gate.
+fn gate_scale<B: Backend>(hidden: usize, device: &B::Device) -> Tensor<B, 2> {
+    let v: Vec<f32> = (0..4 * hidden).map(|j| if (2 * hidden..3 * hidden).contains(&j) { 2.0 } else { 1.0 }).collect();
+    Tensor::from_data(burn::tensor::TensorData::new(v, [1, 4 * hidden]), device)
 }
 
 /// One bidirectional layer.
@@ -144,16 +157,17 @@ impl<B: Backend> BiLstmLayer<B> {
         let device = steps[0].device();
         let zeros = || Tensor::<B, 2>::zeros([b, hd], &device);
         let (wf, wb) = (self.forward.recurrent.val(), self.backward.recurrent.val());
+        let scale = gate_scale::<B>(hd, &device);
         let (mut hf, mut cf) = (zeros(), zeros());
         let (mut hb, mut cb) = (zeros(), zeros());
         let mut fwd = Vec::with_capacity(l);
         let mut bwd = Vec::with_capacity(l);
         for t in 0..l {
-            (hf, cf) = self.forward.step(steps[t].clone(), hf, cf, &wf);
+            (hf, cf) = self.forward.step(steps[t].clone(), hf, cf, &wf, &scale);
             fwd.push(hf.clone());
             // Backward direction at position l−1−t; zero state on padding.
             let r = l - 1 - t;
-            let (h, c) = self.backward.step(steps[r].clone(), hb, cb, &wb);
+            let (h, c) = self.backward.step(steps[r].clone(), hb, cb, &wb, &scale);
             hb = h * masks[r].clone();
             cb = c * masks[r].clone();
             bwd.push(hb.clone());

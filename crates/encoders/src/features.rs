@@ -1,10 +1,11 @@
 //! Input features: word embeddings (random or pretrained), a character CNN
 //! with max-pooling (Ma & Hovy 2016), and a capitalisation embedding.
 
+use crate::dropout::Dropout;
 use crate::input::TaggerInput;
 use burn::module::Param;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
-use burn::nn::{Dropout, DropoutConfig, Embedding, EmbeddingConfig, PaddingConfig1d};
+use burn::nn::{Embedding, EmbeddingConfig, PaddingConfig1d};
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
@@ -67,7 +68,7 @@ impl FeaturesConfig {
         };
         let caps =
             (self.caps_dim > 0).then(|| EmbeddingConfig::new(corpus::batch::CAPS_CLASSES, self.caps_dim).init(device));
-        Features { word, char_emb, char_cnn, caps, dropout: DropoutConfig::new(self.dropout).init() }
+        Features { word, char_emb, char_cnn, caps, dropout: Dropout::new(self.dropout) }
     }
 }
 

@@ -4,12 +4,14 @@
 //! → an encoder ([`bilstm`] or the self-attention [`transformer`], whose
 //! heads live in [`attention`], positions in [`positional`]) → emission
 //! scores → a decoder (the `crf` crate, or softmax), all joined in
-//! [`tagger`].
+//! [`tagger`]. Token-wise linear layers go through [`linear::per_token`].
 
 pub mod attention;
 pub mod bilstm;
+pub mod dropout;
 pub mod features;
 pub mod input;
+pub mod linear;
 pub mod ops;
 pub mod positional;
 pub mod tagger;

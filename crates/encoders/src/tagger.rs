@@ -5,6 +5,7 @@
 use crate::bilstm::{BiLstm, BiLstmConfig};
 use crate::features::{Features, FeaturesConfig};
 use crate::input::TaggerInput;
+use crate::linear::per_token;
 use crate::ops::SeqBackend;
 use crate::transformer::{AttentionConfig, AttentionEncoder, Memory};
 use burn::module::Param;
@@ -262,7 +263,7 @@ impl<B: SeqBackend> Tagger<B> {
                 // [B, L, D_out]
             }
         };
-        TaggerOutput { emissions: self.emit.forward(h), attention }
+        TaggerOutput { emissions: per_token(&self.emit, h), attention }
     }
 
     /// Training loss, averaged over sentences: the CRF's negative

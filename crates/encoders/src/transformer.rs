@@ -9,9 +9,11 @@
 //! the feed-forward layer, each pre-norm with a residual connection.
 
 use crate::attention::{AttentionImpl, AttentionPlan, CrossAttention, MultiHeadAttention, MultiHeadConfig};
+use crate::dropout::Dropout;
+use crate::linear::per_token;
 use crate::ops::SeqBackend;
 use crate::positional::{absolute_sinusoids, LearnedPositions, Position};
-use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
 use serde::{Deserialize, Serialize};
@@ -125,7 +127,7 @@ impl AttentionConfig {
                 norm2: LayerNormConfig::new(self.d_model).init(device),
                 ff1: LinearConfig::new(self.d_model, self.ffn).init(device),
                 ff2: LinearConfig::new(self.ffn, self.d_model).init(device),
-                dropout: DropoutConfig::new(self.dropout).init(),
+                dropout: Dropout::new(self.dropout),
             })
             .collect();
         AttentionEncoder {
@@ -134,7 +136,7 @@ impl AttentionConfig {
                 .then(|| LearnedPositions::new(self.max_len, self.d_model, device)),
             blocks,
             norm: LayerNormConfig::new(self.d_model).init(device),
-            dropout: DropoutConfig::new(self.dropout).init(),
+            dropout: Dropout::new(self.dropout),
             sinusoidal: self.position == Position::Sinusoidal,
             implementation: self.implementation,
             block: self.block.max(1),
@@ -189,7 +191,7 @@ impl<B: Backend> Block<B> {
             x = x + self.dropout.forward(c.context);
         }
         let h = self.norm2.forward(x.clone());
-        let h = self.ff2.forward(self.dropout.forward(relu(self.ff1.forward(h)))); // [B, L, D]
+        let h = per_token(&self.ff2, self.dropout.forward(relu(per_token(&self.ff1, h)))); // [B, L, D]
         (x + self.dropout.forward(h), att.weights)
     }
 }
@@ -240,7 +242,7 @@ impl<B: Backend> AttentionEncoder<B> {
         B: SeqBackend,
     {
         let plan = AttentionPlan { imp: self.implementation, block: self.block, window: self.window, fused: true };
-        let mut h = self.input.forward(x); // [B, L, D]
+        let mut h = per_token(&self.input, x); // [B, L, D]
         let [b, l, d] = h.dims();
         let device = h.device();
         if self.sinusoidal {

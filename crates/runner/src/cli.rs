@@ -353,6 +353,45 @@ pub enum BenchCommand {
     /// Training-step memory of a configured tagger: the planner's estimate
     /// against the measured peak, each in a fresh process.
     Memory(BenchMemoryArgs),
+    /// Training throughput of a configured tagger: forward, backward and
+    /// optimizer step on length-bucketed batches, tokens/s.
+    Train(BenchRunArgs),
+    /// Inference throughput (no autodiff, CRF decoding included), tokens/s.
+    Predict(BenchRunArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchRunArgs {
+    /// The tagger's config (TOML), e.g. benchmarks/configs/ref-bilstm-crf.toml.
+    #[arg(long)]
+    pub config: PathBuf,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// A dataset folder: batches of its training split (else generated
+    /// sentences with CoNLL-2003-like lengths: mean 14, max 124 tokens).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Sentences per batch (batches are length-bucketed).
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    /// Timed batches.
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// Untimed batches first.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Seed of the model, the generated sentences and the batch order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the batches (ids, tags, lengths) as JSON for the PyTorch
+    /// reference (benchmarks/pytorch) and exit without measuring.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -17,6 +17,7 @@ mod prep;
 mod rundir;
 mod score_cmd;
 mod sweep;
+mod throughput;
 mod tokenizer;
 mod train;
 mod visualize;
@@ -91,6 +92,8 @@ fn main() {
             BenchCommand::Crf(args) => bench::crf(args),
             BenchCommand::Attention(args) => membench::attention(args),
             BenchCommand::Memory(args) => membench::memory(args),
+            BenchCommand::Train(args) => throughput::run(args, throughput::Workload::Train),
+            BenchCommand::Predict(args) => throughput::run(args, throughput::Workload::Predict),
         },
         Command::Heads(args) => commands::heads(args),
         Command::HeadsSweep(args) => sweep::run(&args),

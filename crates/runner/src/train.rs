@@ -108,6 +108,7 @@ where
     B::InnerBackend: SeqBackend,
 {
     B::seed(device, cfg.seed);
+    encoders::dropout::seed(cfg.seed);
     let out = opts.out;
     let _lock = rundir::RunLock::acquire(out)?;
     corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
@@ -166,6 +167,7 @@ where
             let batch_seed =
                 cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(((epoch as u64) << 32) | b as u64);
             B::seed(device, batch_seed);
+            encoders::dropout::seed(batch_seed);
             let mut rng = ChaCha8Rng::seed_from_u64(batch_seed);
             let mut batch = pad(&prep.train, ids);
             if t.word_dropout > 0.0 {
