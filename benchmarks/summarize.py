@@ -86,7 +86,8 @@ def main():
             )
     out.append("\n## Machine\n")
     out.append(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; {platform.system()} {platform.release()}")
-    out.append(f"- seqlab: {meta['seqlab'].get('device', '?')}, release build, {run(['rustc', '-V'])}, commit {run(['git', 'rev-parse', '--short', 'HEAD'])}")
+    out.append(f"- seqlab: {meta['seqlab'].get('device', '?')}, release build, {run(['rustc', '-V'])}, commit {run(['git', 'rev-parse', '--short', 'HEAD'])}"
+        + (" with uncommitted changes" if run(["git", "status", "--porcelain", "--untracked-files=no"]) else ""))
     out.append(
         f"- PyTorch: {meta['pytorch'].get('impl', '?')}, Python {platform.python_version()}, "
         f"OMP_WAIT_POLICY={meta['pytorch'].get('omp_wait_policy') or '(unset)'}"
