@@ -3,16 +3,10 @@
 //! question [SEP] context taggers, answers scored with the official metric.
 
 use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn seqlab<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
-}
-
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "seqlab failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
+use common::{ok, seqlab};
+use std::process::Output;
 
 const COUNTRIES: [&str; 8] = ["Norway", "Chile", "Kenya", "Peru", "Japan", "Spain", "Egypt", "Canada"];
 const CITIES: [&str; 8] = ["Oslo", "Lima", "Nairobi", "Cusco", "Kyoto", "Seville", "Cairo", "Ottawa"];

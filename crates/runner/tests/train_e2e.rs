@@ -3,17 +3,11 @@
 //! seconds.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{ok, seqlab};
+use std::process::Command;
 use std::sync::OnceLock;
-
-fn seqlab<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
-}
-
-fn ok(o: Output) -> String {
-    assert!(o.status.success(), "seqlab failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
-}
 
 /// A toy dataset shared by the tests of this file.
 fn toy() -> &'static Path {
