@@ -43,8 +43,8 @@ impl Workload {
 }
 
 /// Generated sentences: lengths log-normal around 14 tokens, one of 124
-/// (CoNLL-2003's training split: mean 14.5, longest 113 after its
-/// document markers; 124 in the whole corpus), words from a Zipf-like
+/// (CoNLL-2003's training split: mean 14.5 tokens, longest 113; its test
+/// split's longest is 124), words from a Zipf-like
 /// vocabulary with 2–11 letters, about one token in six inside an entity of
 /// four types (BIO).
 pub fn generated_sentences(n: usize, seed: u64) -> Vec<Sentence> {
@@ -104,6 +104,9 @@ fn generated_dataset(seed: u64) -> Dataset {
 }
 
 pub fn run(args: BenchRunArgs, workload: Workload) -> Result<()> {
+    if args.steps == 0 || args.batch == 0 {
+        bail!("--steps and --batch must be at least 1");
+    }
     let mut cfg = config::load(Some(&args.config), &args.set)?;
     cfg.seed = args.seed;
     let ds = match &args.data {
