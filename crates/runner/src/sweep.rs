@@ -22,6 +22,8 @@ struct SweepRun {
     best_epoch: usize,
     collapsed: usize,
     total_heads: usize,
+    /// `train.epochs`: the schedule's length (fewer when stopped early).
+    epochs: usize,
 }
 
 fn read_run(dir: &Path) -> Result<SweepRun> {
@@ -50,6 +52,7 @@ fn read_run(dir: &Path) -> Result<SweepRun> {
         best_epoch: s.best_epoch,
         collapsed,
         total_heads: total,
+        epochs: cfg.train.epochs,
     })
 }
 
@@ -90,9 +93,16 @@ pub fn run(args: &HeadsSweepArgs) -> Result<()> {
     let _ = writeln!(
         md,
         "Attention-CRF taggers on {} at d_model {}, one row per head count (mean ± std over seeds). \
+Each run's schedule: {} epochs (`train.epochs`). \
 A head is *collapsed* when over half its attention lands on boundary tokens or its entropy is near 0 or 1 (`seqlab heads`).\n",
         datasets.join(", "),
-        runs[0].d_model
+        runs[0].d_model,
+        {
+            let mut e: Vec<String> = runs.iter().map(|r| r.epochs.to_string()).collect();
+            e.sort();
+            e.dedup();
+            e.join(" / ")
+        }
     );
     md.push_str("| heads × head_dim | seeds | dev F1 | test F1 | epoch of best dev F1 | collapsed heads | picture |\n|---|---|---|---|---|---|---|\n");
     for (heads, g) in &groups {
