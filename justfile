@@ -51,11 +51,12 @@ qa-experiments DATA=squad: (_qa DATA)
     {{seqlab}} compare experiments/runs/qa-*
 
 # Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and
-# one set of attention pictures per setting in experiments/heads-sweep/.
+# one set of attention pictures per setting in experiments/heads-sweep/ (of
+# test sentence $SENTENCE, default 0).
 # Head-count sweep: attention-CRF at d_model 256 with 1, 2, 4, 8 heads × 3 seeds.
 sweep-heads DATA=toy *ARGS: (_data DATA)
     for h in 1 2 4 8; do for s in 1 2 3; do {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} --seed $s --set model.encoder.attention.d_model=256 --set model.encoder.attention.heads=$h --out experiments/runs/heads-sweep/h$h-s$s --quiet {{ARGS}}; done; done
-    for h in 1 2 4 8; do {{seqlab}} visualize --run experiments/runs/heads-sweep/h$h-s1 --sentence 0 --out experiments/heads-sweep/h$h; done
+    for h in 1 2 4 8; do {{seqlab}} visualize --run experiments/runs/heads-sweep/h$h-s1 --sentence {{env_var_or_default("SENTENCE", "0")}} --out experiments/heads-sweep/h$h; done
     {{seqlab}} heads-sweep experiments/runs/heads-sweep/h*-s* --pictures experiments/heads-sweep --out experiments/heads-sweep.md
 
 # Compare every run under experiments/runs (writes experiments/comparison.{md,csv}, dev-f1.svg).
