@@ -176,3 +176,34 @@ impl<B: Backend> BiLstmLayer<B> {
         (fwd, bwd)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    type B = NdArray;
+
+    /// The one-sigmoid step against the textbook cell: i, f, o = σ(·),
+    /// g = tanh(·) on PyTorch's gate order, c' = f·c + i·g, h' = o·tanh(c').
+    #[test]
+    fn step_is_the_textbook_lstm_cell() {
+        let device = Default::default();
+        B::seed(&device, 11);
+        let (b, d, hd) = (3, 5, 4);
+        let dir = LstmDirection::<B>::new(d, hd, &device);
+        let x = Tensor::<B, 2>::random([b, d], Distribution::Normal(0.0, 1.0), &device);
+        let h = Tensor::<B, 2>::random([b, hd], Distribution::Normal(0.0, 1.0), &device);
+        let c = Tensor::<B, 2>::random([b, hd], Distribution::Normal(0.0, 1.0), &device);
+        let w = dir.recurrent.val();
+        let (h1, c1) = dir.step(x.clone(), h.clone(), c.clone(), &w, &gate_scale::<B>(hd, &device));
+        let gates = dir.input.forward(x) + h.matmul(w);
+        let part = |k: usize| gates.clone().slice([0..b, k * hd..(k + 1) * hd]);
+        let (i, f, g, o) = (sigmoid(part(0)), sigmoid(part(1)), tanh(part(2)), sigmoid(part(3)));
+        let c2 = f * c + i * g;
+        let h2 = o * tanh(c2.clone());
+        let tol = burn::tensor::Tolerance::absolute(1e-5);
+        c1.into_data().assert_approx_eq::<f32>(&c2.into_data(), tol);
+        h1.into_data().assert_approx_eq::<f32>(&h2.into_data(), tol);
+    }
+}
