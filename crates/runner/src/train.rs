@@ -267,21 +267,33 @@ where
             lr,
         };
         let inner = model.valid();
+        // The metric the best model is chosen on: entity F1, or for
+        // extractive QA answer F1 (the Viterbi path can tag no span while
+        // the marginals already pick answers).
+        let mut selected = f64::NAN;
         let improved = match (dev, evaluate_now) {
             (Some(dev), true) => {
-                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, cfg.data.windows(), false, device).tagged;
+                let confident = dev.qa.is_some();
+                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, cfg.data.windows(), confident, device).tagged;
                 let r = score_predictions(&dev.sentences, &tagged).report();
                 row.dev_precision = r.overall.precision;
                 row.dev_recall = r.overall.recall;
                 row.dev_f1 = r.overall.f1;
-                state.best_f1.is_none_or(|best| r.overall.f1 > best)
+                selected = match &dev.qa {
+                    Some(items) => {
+                        let answers = crate::evaluate::qa_answers(items, &tagged, &prep.vocabs.parsed_tags());
+                        crate::evaluate::qa_score(items, &answers).f1
+                    }
+                    None => r.overall.f1,
+                };
+                state.best_f1.is_none_or(|best| selected > best)
             }
             // Without a dev split the last epoch is the best one.
             (None, _) => true,
             (Some(_), false) => false,
         };
         if improved {
-            state.best_f1 = row.dev_f1.is_finite().then_some(row.dev_f1);
+            state.best_f1 = selected.is_finite().then_some(selected);
             state.best_epoch = epoch;
             state.since_best = 0;
             rundir::save_module::<B::InnerBackend, _>(&inner, &out.join(rundir::MODEL))?;
@@ -290,10 +302,14 @@ where
         }
         if !opts.quiet {
             eprintln!(
-                "epoch {epoch:>3}  loss {train_loss:>9.4}  dev P {:.4} R {:.4} F1 {:.4}{}  {:.1}s  {:.0} tok/s",
+                "epoch {epoch:>3}  loss {train_loss:>9.4}  dev P {:.4} R {:.4} F1 {:.4}{}{}  {:.1}s  {:.0} tok/s",
                 row.dev_precision,
                 row.dev_recall,
                 row.dev_f1,
+                match dev.and_then(|d| d.qa.as_ref()) {
+                    Some(_) if selected.is_finite() => format!("  answer F1 {selected:.4}"),
+                    _ => String::new(),
+                },
                 if improved { " *" } else { "  " },
                 seconds,
                 row.tokens_per_second
