@@ -52,6 +52,7 @@ for round in $(seq 1 "$ROUNDS"); do
         done
     done
 done
+trap 'rm -f benchmarks/results.md.tmp' EXIT
 "$VENV/bin/python" benchmarks/summarize.py "$raw" --data "${DATA:-generated}" > benchmarks/results.md.tmp
 mv benchmarks/results.md.tmp benchmarks/results.md
 cat benchmarks/results.md
