@@ -8,9 +8,9 @@
 //! with one multiplication. Same expectation, same inference behaviour (the
 //! identity when autodiff is off or `p = 0`).
 //!
-//! The generator is per thread and reseeded by [`seed`], which the training
-//! loop calls with each batch's seed next to `Backend::seed`: a run is
-//! reproducible from its seed and a resumed run draws the same masks.
+//! The generator is per thread and reseeded by [`seed`]; the training loop
+//! seeds it and the backend together ([`seed_all`]) with each batch's seed:
+//! a run is reproducible from its seed and a resumed run draws the same masks.
 
 use burn::module::{Content, DisplaySettings, ModuleDisplay};
 use burn::prelude::*;
@@ -24,6 +24,13 @@ thread_local! {
 /// Reseeds this thread's dropout masks.
 pub fn seed(seed: u64) {
     STATE.with(|s| s.set(seed ^ 0x853C_49E6_748F_EA9B));
+}
+
+/// Seeds everything random in a forward pass: the backend's generator
+/// (initialisation, `Tensor::random`) and this thread's dropout masks.
+pub fn seed_all<B: Backend>(device: &B::Device, seed: u64) {
+    B::seed(device, seed);
+    self::seed(seed);
 }
 
 fn splitmix(state: &Cell<u64>) -> u64 {

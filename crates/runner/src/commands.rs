@@ -447,17 +447,24 @@ fn join_tokens(tokens: &[String]) -> String {
     tokens.join(if cjk { "" } else { " " })
 }
 
-pub fn heads(args: HeadsArgs) -> Result<()> {
-    let run = LoadedRun::load(&args.run)?;
+/// The attention tools (`heads`, `visualize`) need an attention tagger
+/// whose attention is over one sequence: not question [SEP] context.
+fn check_attention_run(run: &LoadedRun, dir: &Path, command: &str, missing: &str) -> Result<()> {
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
-        anyhow::bail!("{}: a {} tagger has no attention heads", args.run.display(), encoder_name(&run.cfg));
+        anyhow::bail!("{}: a {} tagger {missing}", dir.display(), encoder_name(&run.cfg));
     }
     if run.cfg.model.question == encoders::QuestionMode::Concat {
         anyhow::bail!(
-            "{}: its attention spans question [SEP] context, which heads does not lay out yet (a cross-attention run shows the context's self-attention)",
-            args.run.display()
+            "{}: its attention spans question [SEP] context, which {command} does not lay out yet (a cross-attention run shows the context's self-attention)",
+            dir.display()
         );
     }
+    Ok(())
+}
+
+pub fn heads(args: HeadsArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    check_attention_run(&run, &args.run, "heads", "has no attention heads")?;
     let split = run.split(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
@@ -523,15 +530,7 @@ pub fn text_tokens(text: &str) -> Vec<String> {
 
 pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
-    if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
-        anyhow::bail!("{}: a {} tagger has no attention to draw", args.run.display(), encoder_name(&run.cfg));
-    }
-    if run.cfg.model.question == encoders::QuestionMode::Concat {
-        anyhow::bail!(
-            "{}: its attention spans question [SEP] context, which visualize does not lay out yet (a cross-attention run shows the context's self-attention)",
-            args.run.display()
-        );
-    }
+    check_attention_run(&run, &args.run, "visualize", "has no attention to draw")?;
     let (tokens, label) = match (&args.text, args.sentence) {
         (Some(t), _) => (text_tokens(t), "text".to_string()),
         (None, Some(n)) => {

@@ -127,7 +127,7 @@ pub fn run(args: BenchRunArgs, workload: Workload) -> Result<()> {
     let batches = plan(&prep, args.batch, args.warmup + args.steps, args.seed);
     if let Some(path) = &args.dump {
         dump(path, &prep, &batches, args.warmup)?;
-        let tokens: usize = batches.iter().skip(args.warmup).map(|b| b.lengths.iter().sum::<usize>()).sum();
+        let tokens = real_tokens(&batches[args.warmup.min(batches.len())..]);
         eprintln!(
             "wrote {} batches ({} warm-up, {tokens} timed tokens) to {}",
             batches.len(),
@@ -138,6 +138,11 @@ pub fn run(args: BenchRunArgs, workload: Workload) -> Result<()> {
     }
     let device = args.device;
     dispatch(device, Bench { args, workload, cfg, prep, batches })
+}
+
+/// Real (unpadded) tokens of `batches`.
+fn real_tokens(batches: &[PaddedBatch]) -> usize {
+    batches.iter().map(|b| b.lengths.iter().sum::<usize>()).sum()
 }
 
 /// `n` length-bucketed batches of `size` sentences (more passes over the
@@ -193,11 +198,10 @@ impl Job for Bench {
         B::InnerBackend: SeqBackend,
     {
         let Bench { args, workload, cfg, prep, batches } = self;
-        B::seed(&device, cfg.seed);
-        encoders::dropout::seed(cfg.seed);
+        encoders::dropout::seed_all::<B>(&device, cfg.seed);
         let warmup = args.warmup.min(batches.len());
         let timed = &batches[warmup..];
-        let tokens: usize = timed.iter().map(|b| b.lengths.iter().sum::<usize>()).sum();
+        let tokens = real_tokens(timed);
         let padded: usize = timed.iter().map(|b| b.batch * b.len).sum();
         let model = build_model::<B>(&cfg, &prep.vocabs, prep.pretrained.clone(), &device);
         let seconds = match workload {
@@ -269,8 +273,8 @@ impl Job for Bench {
                 tokens,
                 100.0 * (padded - tokens) as f64 / padded.max(1) as f64,
                 seconds,
-                tokens as f64 / seconds.max(1e-12),
-                rayon::current_num_threads()
+                line["tokens_per_second"].as_f64().unwrap_or_default(),
+                line["threads"]
             );
         }
         Ok(())

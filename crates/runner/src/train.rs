@@ -107,8 +107,7 @@ pub fn train<B: AutodiffBackend + SeqBackend>(
 where
     B::InnerBackend: SeqBackend,
 {
-    B::seed(device, cfg.seed);
-    encoders::dropout::seed(cfg.seed);
+    encoders::dropout::seed_all::<B>(device, cfg.seed);
     let out = opts.out;
     let _lock = rundir::RunLock::acquire(out)?;
     corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
@@ -166,8 +165,7 @@ where
             // exactly as the uninterrupted run would have.
             let batch_seed =
                 cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(((epoch as u64) << 32) | b as u64);
-            B::seed(device, batch_seed);
-            encoders::dropout::seed(batch_seed);
+            encoders::dropout::seed_all::<B>(device, batch_seed);
             let mut rng = ChaCha8Rng::seed_from_u64(batch_seed);
             let mut batch = pad(&prep.train, ids);
             if t.word_dropout > 0.0 {
@@ -281,7 +279,7 @@ where
                 row.dev_f1 = r.overall.f1;
                 selected = match &dev.qa {
                     Some(items) => {
-                        let answers = crate::evaluate::qa_answers(items, &tagged, &prep.vocabs.parsed_tags());
+                        let answers = crate::evaluate::qa_answers(items, &tagged, &prep.tags);
                         crate::evaluate::qa_score(items, &answers).f1
                     }
                     None => r.overall.f1,
@@ -358,7 +356,7 @@ where
                 predictions_file(&split.sentences, &tagged),
             )?;
             if let Some(items) = &split.qa {
-                let answers = crate::evaluate::qa_answers(items, &tagged, &prep.vocabs.parsed_tags());
+                let answers = crate::evaluate::qa_answers(items, &tagged, &prep.tags);
                 let score = crate::evaluate::qa_score(items, &answers);
                 corpus::io::write_atomic(
                     &out.join(format!("predictions.{}.json", name.as_str())),
