@@ -1,5 +1,7 @@
 //! Input features: word embeddings (random or pretrained), a character CNN
-//! with max-pooling (Ma & Hovy 2016), and a capitalisation embedding.
+//! with max-pooling (Ma & Hovy 2016), a capitalisation embedding, and for
+//! question-conditioned tagging the "exact match" feature of DrQA (Chen et
+//! al. 2017): whether a context token also occurs in its question.
 
 use crate::dropout::Dropout;
 use crate::input::TaggerInput;
@@ -24,20 +26,36 @@ pub struct FeaturesConfig {
     pub char_kernel: usize,
     /// Capitalisation embedding size; 0 turns it off.
     pub caps_dim: usize,
+    /// Question-match embedding size (QA data only); 0 turns it off. Each
+    /// context token gets one of three classes: its word id occurs in the
+    /// question, it does not, or the token is a question token itself.
+    pub question_match_dim: usize,
     /// Dropout on the concatenated features.
     pub dropout: f64,
 }
 
+/// Classes of the question-match feature.
+pub const MATCH_CLASSES: usize = 3;
+const MATCH_QUESTION_TOKEN: i64 = 2;
+
 impl Default for FeaturesConfig {
     fn default() -> Self {
-        FeaturesConfig { word_dim: 100, char_dim: 30, char_filters: 50, char_kernel: 3, caps_dim: 0, dropout: 0.5 }
+        FeaturesConfig {
+            word_dim: 100,
+            char_dim: 30,
+            char_filters: 50,
+            char_kernel: 3,
+            caps_dim: 0,
+            question_match_dim: 0,
+            dropout: 0.5,
+        }
     }
 }
 
 impl FeaturesConfig {
     /// Size of the feature vector of one token.
     pub fn output_dim(&self) -> usize {
-        self.word_dim + if self.char_dim > 0 { self.char_filters } else { 0 } + self.caps_dim
+        self.word_dim + if self.char_dim > 0 { self.char_filters } else { 0 } + self.caps_dim + self.question_match_dim
     }
 
     /// Builds the module. `pretrained`, if given, is a `[words, word_dim]`
@@ -68,7 +86,9 @@ impl FeaturesConfig {
         };
         let caps =
             (self.caps_dim > 0).then(|| EmbeddingConfig::new(corpus::batch::CAPS_CLASSES, self.caps_dim).init(device));
-        Features { word, char_emb, char_cnn, caps, dropout: Dropout::new(self.dropout) }
+        let question_match = (self.question_match_dim > 0)
+            .then(|| EmbeddingConfig::new(MATCH_CLASSES, self.question_match_dim).init(device));
+        Features { word, char_emb, char_cnn, caps, question_match, dropout: Dropout::new(self.dropout) }
     }
 }
 
@@ -78,6 +98,7 @@ pub struct Features<B: Backend> {
     pub char_emb: Option<Embedding<B>>,
     pub char_cnn: Option<Conv1d<B>>,
     pub caps: Option<Embedding<B>>,
+    pub question_match: Option<Embedding<B>>,
     pub dropout: Dropout,
 }
 
@@ -92,11 +113,30 @@ impl<B: Backend> Features<B> {
         if let Some(caps) = &self.caps {
             parts.push(caps.forward(input.caps.clone()));
         }
+        if let Some(emb) = &self.question_match {
+            parts.push(emb.forward(question_match(input)));
+        }
         let x = Tensor::cat(parts, 2); // [B, L, D]
         let d = x.dims()[2];
         let keep = input.mask.clone().float().unsqueeze_dim::<3>(2).expand([b, l, d]);
         self.dropout.forward(x * keep)
     }
+}
+
+/// `[B, L]` question-match classes: for a context (an input with a
+/// question), 1 where the token's word id occurs among its question's real
+/// tokens and 0 elsewhere; for a question (an input without one), all 2.
+pub fn question_match<B: Backend>(input: &TaggerInput<B>) -> Tensor<B, 2, Int> {
+    let [b, l] = input.dims();
+    let Some(q) = &input.question else {
+        return Tensor::full([b, l], MATCH_QUESTION_TOKEN, &input.words.device());
+    };
+    let lq = q.dims()[1];
+    let c = input.words.clone().unsqueeze_dim::<3>(2).expand([b, l, lq]); // [B, L, Lq]
+    let qw = q.words.clone().unsqueeze_dim::<3>(1).expand([b, l, lq]); // [B, L, Lq]
+    let real_q = q.mask.clone().unsqueeze_dim::<3>(1).expand([b, l, lq]); // [B, L, Lq]
+    let hit = c.equal(qw).bool_and(real_q).any_dim(2).squeeze_dim::<2>(2); // [B, L]
+    hit.bool_and(input.mask.clone()).int()
 }
 
 /// Character CNN: embed, convolve over each word's characters, max-pool.
@@ -117,4 +157,41 @@ fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<
                                                                              // Words with no characters (padding tokens) get zeros, not −1e4.
     let any = real.any_dim(1).float().expand([b * l, f]); // [N, F]
     (pooled * any).reshape([b, l, f])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+    use corpus::batch::{pad, Encoded};
+
+    type B = NdArray<f32>;
+
+    fn encoded(words: &[u32], question: Option<&[u32]>) -> Encoded {
+        Encoded {
+            words: words.to_vec(),
+            chars: words.iter().map(|&w| vec![w]).collect(),
+            caps: vec![0; words.len()],
+            tags: None,
+            question: question.map(|q| Box::new(encoded(q, None))),
+        }
+    }
+
+    fn classes(t: Tensor<B, 2, Int>) -> Vec<i64> {
+        t.into_data().iter::<i64>().collect()
+    }
+
+    #[test]
+    fn question_match_marks_context_tokens_found_in_their_own_question() {
+        // Sentence 0: 6 occurs in its question, 7 only in sentence 1's; the
+        // padding id 0 (context padding of sentence 1, question padding of
+        // sentence 0) must never count as a match.
+        let data = vec![encoded(&[5, 6, 7, 6], Some(&[6, 9])), encoded(&[7, 8], Some(&[7, 1, 2]))];
+        let device = Default::default();
+        let input = TaggerInput::<B>::from_padded(&pad(&data, &[0, 1]), &device);
+        assert_eq!(classes(question_match(&input)), vec![0, 1, 0, 1, 1, 0, 0, 0]);
+        // The question itself: every position is a question token.
+        let q = input.question.as_ref().unwrap();
+        assert_eq!(classes(question_match(q)), vec![2; 6]);
+    }
 }

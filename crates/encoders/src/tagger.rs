@@ -138,6 +138,9 @@ impl TaggerConfig {
                 probability("encoder.attention.attention_dropout", a.attention_dropout)?;
             }
         }
+        if f.question_match_dim > 0 && self.question == QuestionMode::None {
+            return Err("features.question_match_dim needs question-answering data and model.question = \"concat\" or \"cross\"".into());
+        }
         if self.question == QuestionMode::Cross && self.encoder.kind != EncoderKind::Attention {
             return Err("question = \"cross\" needs encoder.kind = \"attention\" (use \"concat\" with a BiLSTM)".into());
         }

@@ -210,6 +210,7 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         let mut cfg = TaggerConfig::default();
         cfg.features.word_dim = 8;
         cfg.features.caps_dim = 2;
+        cfg.features.question_match_dim = 3;
         cfg.encoder.kind = kind;
         cfg.encoder.bilstm.hidden = 4;
         cfg.encoder.attention.d_model = 8;

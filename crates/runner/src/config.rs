@@ -408,6 +408,7 @@ mod tests {
             ("model.features", "char_filters", &["0", "3"]),
             ("model.features", "char_kernel", &["0", "1", "3", "9"]),
             ("model.features", "caps_dim", &["0", "2"]),
+            ("model.features", "question_match_dim", &["0", "2"]),
             ("model.features", "dropout", &["0.0", "0.5", "1.0", "-0.1", "nan"]),
             ("model.encoder", "kind", &["\"bilstm\"", "\"attention\"", "\"rnn\""]),
             ("model.encoder.bilstm", "hidden", &["0", "1", "6"]),
