@@ -42,6 +42,8 @@ pub struct Paragraph {
 pub struct Question {
     pub id: String,
     pub question: String,
+    /// Missing in files of questions to answer (see [`Answers::Optional`]).
+    #[serde(default)]
     pub answers: Vec<Answer>,
 }
 
@@ -72,6 +74,12 @@ impl SquadFile {
 
     /// [`SquadFile::read`] on text already in memory; `path` names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<SquadFile> {
+        Self::parse_with(path, text, Answers::Required)
+    }
+
+    /// [`SquadFile::parse`], with questions that have no answer allowed
+    /// (input to answer, not training or scoring data) when `answers` says so.
+    pub fn parse_with(path: &Path, text: &str, answers: Answers) -> Result<SquadFile> {
         let file: SquadFile = serde_json::from_str(text).map_err(|e| crate::vocab::json_error(path, &e))?;
         let line_of = |id: &str| {
             let needle = serde_json::to_string(id).unwrap_or_default();
@@ -81,7 +89,7 @@ impl SquadFile {
             for p in &article.paragraphs {
                 let chars: Vec<char> = p.context.chars().collect();
                 for q in &p.qas {
-                    if q.answers.is_empty() {
+                    if q.answers.is_empty() && answers == Answers::Required {
                         return Err(CorpusError::at(
                             path,
                             line_of(&q.id),
@@ -249,6 +257,15 @@ pub fn qa_score<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a [String])>) ->
     QaScore { exact_match: em / d, f1: f1 / d, questions: n }
 }
 
+/// Whether every question must come with its gold answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answers {
+    /// Training and scoring data: SQuAD v1.1 questions have at least one.
+    Required,
+    /// Questions to answer: those without answers are tagged all `O`.
+    Optional,
+}
+
 /// A sub-token of a text and its characters `start..end` in that text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Piece {
@@ -298,12 +315,14 @@ pub fn span_text(context: &str, offsets: &[(usize, usize)], first: usize, last: 
 
 /// One sentence per question (see the module docs), in file order, and the
 /// items that map its tags back to text. Errors name the file, the line of
-/// the question id, and what went wrong.
+/// the question id, and what went wrong. `file` must have been parsed with
+/// the same `answers`.
 pub fn qa_sentences(
     path: &Path,
     text: &str,
     file: &SquadFile,
     tokenize: Tokenize,
+    answers: Answers,
 ) -> Result<(Vec<Sentence>, Vec<QaItem>)> {
     let mut sentences = Vec::new();
     let mut items = Vec::new();
@@ -330,14 +349,19 @@ pub fn qa_sentences(
                 let ps = pieces.as_ref().expect("tokenized above");
                 let offsets: Vec<(usize, usize)> = ps.iter().map(|p| (p.start, p.end)).collect();
                 let question = tokenize(&q.question).map_err(|e| fail(format!("tokenizing the question: {e}")))?;
-                let first = q.answers.first().ok_or_else(|| fail("no answer".into()))?;
-                let end = first.answer_start + first.text.chars().count();
-                let tags = answer_tags(&offsets, first.answer_start, end).ok_or_else(|| {
-                    fail(format!(
-                        "no token of the tokenized context covers the answer {:?} (characters {}..{end})",
-                        first.text, first.answer_start
-                    ))
-                })?;
+                let tags = match (q.answers.first(), answers) {
+                    (None, Answers::Optional) => vec![Tag::O; offsets.len()],
+                    (None, Answers::Required) => return Err(fail("no answer".into())),
+                    (Some(first), _) => {
+                        let end = first.answer_start + first.text.chars().count();
+                        answer_tags(&offsets, first.answer_start, end).ok_or_else(|| {
+                            fail(format!(
+                                "no token of the tokenized context covers the answer {:?} (characters {}..{end})",
+                                first.text, first.answer_start
+                            ))
+                        })?
+                    }
+                };
                 sentences.push(Sentence {
                     tokens: ps.iter().map(|p| p.text.clone()).collect(),
                     tags,
@@ -399,7 +423,7 @@ pub fn load_qa_splits(dir: &Path, files: &[(SplitName, std::path::PathBuf)], tok
         }
         let text = read_text(path)?;
         let file = SquadFile::parse(path, &text)?;
-        let (sentences, items) = qa_sentences(path, &text, &file, tokenize)?;
+        let (sentences, items) = qa_sentences(path, &text, &file, tokenize, Answers::Required)?;
         splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
     }
     Ok(splits)
@@ -440,6 +464,40 @@ mod tests {
         assert!(e.to_string().starts_with("dev.json:") && e.to_string().contains("qas"), "{e}");
         let e = SquadFile::parse(Path::new("dev.json"), "{\"data\": [\n{\"title\": 3}]}").unwrap_err();
         assert!(e.to_string().starts_with("dev.json:2:"), "{e}");
+    }
+
+    #[test]
+    fn questions_without_answers_are_refused_for_training_and_tagged_all_o_for_answering() {
+        // q2 loses its answers (key and all), q3 keeps an empty list.
+        let text = FIXTURE
+            .replace(",\n            \"answers\": [{\"text\": \"France\", \"answer_start\": 53}]", "")
+            .replace("\"answers\": [{\"text\": \"\\u5317\\u4eac\", \"answer_start\": 0}]", "\"answers\": []");
+        assert!(!text.contains("France\""), "the fixture edit took");
+        let e = SquadFile::parse(Path::new("q.json"), &text).unwrap_err().to_string();
+        assert!(e.starts_with("q.json:6:") && e.contains("question q2 has no answer"), "{e}");
+        let file = SquadFile::parse_with(Path::new("q.json"), &text, Answers::Optional).unwrap();
+        let tokenize = |t: &str| -> std::result::Result<Vec<Piece>, String> {
+            let mut pieces = Vec::new();
+            let mut start = None;
+            for (i, c) in t.chars().chain(std::iter::once(' ')).enumerate() {
+                match (c.is_alphanumeric(), start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(s)) => {
+                        pieces.push(Piece { text: t.chars().skip(s).take(i - s).collect(), start: s, end: i });
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(pieces)
+        };
+        let (sentences, items) = qa_sentences(Path::new("q.json"), &text, &file, &tokenize, Answers::Optional).unwrap();
+        assert_eq!(items.iter().map(|i| i.answers.len()).collect::<Vec<_>>(), [2, 0, 0]);
+        assert!(sentences[0].tags.iter().any(|t| *t != Tag::O), "q1 keeps its gold span");
+        for s in &sentences[1..] {
+            assert!(s.tags.iter().all(|t| *t == Tag::O) && s.tags.len() == s.tokens.len());
+        }
+        assert!(qa_sentences(Path::new("q.json"), &text, &file, &tokenize, Answers::Required).is_err());
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub enum Command {
     Train(TrainArgs),
     /// Evaluate a trained run on a split of its dataset (or another one).
     Eval(EvalArgs),
-    /// Tag text or a CoNLL file with a trained run.
+    /// Tag text or a CoNLL file with a trained run (a QA run answers a SQuAD-format file).
     Predict(PredictArgs),
     /// Compare runs: experiments/comparison.md, .csv and a dev-F1 plot.
     Compare(CompareArgs),
@@ -314,7 +314,10 @@ pub enum InputFormat {
 pub struct PredictArgs {
     #[arg(long)]
     pub run: PathBuf,
-    /// Input file, or `-` for standard input.
+    /// Input file, or `-` for standard input. For a question-answering run:
+    /// a SQuAD-format JSON file (gold answers optional), answered as the
+    /// official predictions JSON `{"id": "answer"}` (scored on stderr when
+    /// every question has gold answers).
     #[arg(long, default_value = "-")]
     pub input: PathBuf,
     #[arg(long, value_enum, default_value = "auto")]

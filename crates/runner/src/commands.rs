@@ -270,12 +270,7 @@ impl Job for EvalJob {
         } else {
             print!("{}", counts.conlleval_text());
             if let Some(qa) = qa {
-                println!(
-                    "answers (official SQuAD v1.1 metric): exact match {:.2}, F1 {:.2}, {} questions",
-                    100.0 * qa.exact_match,
-                    100.0 * qa.f1,
-                    qa.questions
-                );
+                println!("{}", crate::evaluate::qa_line(&qa));
             }
         }
         Ok(())
@@ -284,13 +279,6 @@ impl Job for EvalJob {
 
 pub fn predict(args: PredictArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
-    if run.cfg.model.question != encoders::QuestionMode::None {
-        anyhow::bail!(
-            "{}: this tagger answers questions, and predict reads sentences without them; score it on SQuAD-format files with  seqlab eval --run {} --data DIR",
-            args.run.display(),
-            args.run.display()
-        );
-    }
     run.set_windows(args.max_len, args.stride);
     let (name, text) = if args.input.as_os_str() == "-" {
         let mut s = String::new();
@@ -299,8 +287,41 @@ pub fn predict(args: PredictArgs) -> Result<()> {
     } else {
         (args.input.clone(), corpus::io::read_text(&args.input)?)
     };
+    if run.cfg.model.question != encoders::QuestionMode::None {
+        let (sentences, items) = qa_input(&run, &name, &text)?;
+        let sentences = Input { sentences, gold: false };
+        return dispatch(args.device, PredictJob { run, sentences, format: args.format, qa: Some(items) });
+    }
     let sentences = parse_input(&name, &text, args.input_format, run.vocabs.data_scheme)?;
-    dispatch(args.device, PredictJob { run, sentences, format: args.format })
+    dispatch(args.device, PredictJob { run, sentences, format: args.format, qa: None })
+}
+
+/// Questions to answer for a QA run: a SQuAD-format file (gold answers
+/// optional), cut into sub-tokens by the run's own tokenizer.
+fn qa_input(run: &LoadedRun, name: &Path, text: &str) -> Result<(Vec<Sentence>, Vec<corpus::squad::QaItem>)> {
+    use corpus::squad::{Answers, SquadFile};
+    let path = run.dir.join(crate::tokenizer::FILE);
+    if !path.is_file() {
+        anyhow::bail!(
+            "{}: this QA run has no {} to cut questions into sub-tokens",
+            run.dir.display(),
+            crate::tokenizer::FILE
+        );
+    }
+    let tok = crate::tokenizer::load(&path)?;
+    if !text.trim_start().starts_with('{') {
+        anyhow::bail!(
+            "{}: this tagger answers questions: expected a SQuAD-format JSON file ({{\"data\": [{{\"paragraphs\": [{{\"context\", \"qas\": [{{\"id\", \"question\"}}]}}]}}]}})",
+            name.display()
+        );
+    }
+    let file = SquadFile::parse_with(name, text, Answers::Optional)?;
+    let tokenize = |t: &str| crate::tokenizer::pieces(&tok, t);
+    let (sentences, items) = corpus::squad::qa_sentences(name, text, &file, &tokenize, Answers::Optional)?;
+    if sentences.is_empty() {
+        anyhow::bail!("{}: no questions", name.display());
+    }
+    Ok((sentences, items))
 }
 
 /// Input sentences; `gold` is true when they carry tags.
@@ -371,6 +392,9 @@ struct PredictJob {
     run: LoadedRun,
     sentences: Input,
     format: OutputFormat,
+    /// QA runs: the questions' contexts and gold answers (if any); the
+    /// output is then the official predictions JSON, `{"id": "answer"}`.
+    qa: Option<Vec<corpus::squad::QaItem>>,
 }
 
 #[derive(Serialize)]
@@ -395,8 +419,17 @@ impl Job for PredictJob {
         B::InnerBackend: SeqBackend,
     {
         let sentences = &self.sentences.sentences;
-        let want_conf = self.format == OutputFormat::Jsonl;
+        let want_conf = self.format == OutputFormat::Jsonl || self.qa.is_some();
         let tagged = self.run.tag::<B>(&self.run.encode(sentences), want_conf, &device)?.tagged;
+        if let Some(items) = &self.qa {
+            let answers = crate::evaluate::qa_answers(items, &tagged, &self.run.vocabs.parsed_tags());
+            println!("{}", crate::evaluate::qa_predictions_json(items, &answers));
+            if items.iter().all(|i| !i.answers.is_empty()) {
+                let qa = crate::evaluate::qa_score(items, &answers);
+                eprintln!("{}", crate::evaluate::qa_line(&qa));
+            }
+            return Ok(());
+        }
         let mut out = String::new();
         match self.format {
             OutputFormat::Conll => {

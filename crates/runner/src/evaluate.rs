@@ -214,6 +214,16 @@ pub fn qa_score(items: &[corpus::squad::QaItem], answers: &[String]) -> corpus::
     corpus::squad::qa_score(answers.iter().zip(items).map(|(a, i)| (a.as_str(), i.answers.as_slice())))
 }
 
+/// One line of the official metrics, in percent.
+pub fn qa_line(qa: &corpus::squad::QaScore) -> String {
+    format!(
+        "answers (official SQuAD v1.1 metric): exact match {:.2}, F1 {:.2}, {} questions",
+        100.0 * qa.exact_match,
+        100.0 * qa.f1,
+        qa.questions
+    )
+}
+
 /// Predictions in the official format, `{"question id": "answer", …}`.
 pub fn qa_predictions_json(items: &[corpus::squad::QaItem], answers: &[String]) -> String {
     let map: serde_json::Map<String, serde_json::Value> =

@@ -108,8 +108,14 @@ mod tests {
         let file = fixture();
         let tok = train_wordpiece(squad_texts(std::slice::from_ref(&file)).into_iter(), 200).unwrap();
         let tokenize = |t: &str| pieces(&tok, t);
-        let (sentences, items) =
-            corpus::squad::qa_sentences(Path::new("fixture.json"), FIXTURE, &file, &tokenize).unwrap();
+        let (sentences, items) = corpus::squad::qa_sentences(
+            Path::new("fixture.json"),
+            FIXTURE,
+            &file,
+            &tokenize,
+            corpus::squad::Answers::Required,
+        )
+        .unwrap();
         assert_eq!(sentences.len(), 6);
         for (s, item) in sentences.iter().zip(&items) {
             let spans = corpus::Scheme::Iob2.decode(&s.tags);
