@@ -114,7 +114,8 @@ fn is_data_candidate(name: &str) -> bool {
     !lower.starts_with('.') && !lower.starts_with("readme") && !skip_ext.iter().any(|e| lower.ends_with(e))
 }
 
-fn classify(name: &str) -> Option<SplitName> {
+/// The split a file's name claims (`train`; `dev`, `valid`, `testa`; `test`).
+pub(crate) fn classify(name: &str) -> Option<SplitName> {
     let n = name.to_ascii_lowercase();
     if n.contains("train") {
         Some(SplitName::Train)

@@ -382,7 +382,7 @@ pub fn qa_sentences(
 }
 
 /// The SQuAD files of a QA dataset folder: `*train*.json`, `*dev*.json`
-/// (or `*valid*`), `*test*.json`; `None` when the folder has no such file.
+/// (or `*valid*`, `*testa*`), `*test*.json`, named as tagged files are; `None` when the folder has no such file.
 pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
     let mut found = Vec::new();
     for e in std::fs::read_dir(dir).ok()?.flatten() {
@@ -390,16 +390,9 @@ pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
         if !name.ends_with(".json") || !e.path().is_file() {
             continue;
         }
-        let split = if name.contains("train") {
-            SplitName::Train
-        } else if name.contains("dev") || name.contains("valid") {
-            SplitName::Dev
-        } else if name.contains("test") {
-            SplitName::Test
-        } else {
-            continue;
-        };
-        found.push((split, e.path()));
+        if let Some(split) = crate::dataset::classify(&name) {
+            found.push((split, e.path()));
+        }
     }
     found.sort();
     (!found.is_empty()).then_some(found)

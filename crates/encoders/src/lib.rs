@@ -12,6 +12,7 @@ pub mod dropout;
 pub mod features;
 pub mod input;
 pub mod linear;
+pub mod lstm_scan;
 pub mod ops;
 pub mod positional;
 pub mod tagger;

@@ -17,6 +17,7 @@
 //! the trait's default (the composed forward); the impls below only opt
 //! them in.
 
+use crate::lstm_scan;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -48,10 +49,50 @@ pub trait SeqBackend: Backend {
         let (out, _) = flash_forward::<Self>(t(q), t(k), t(v), t(key_mask), scale, block);
         out.into_primitive().tensor()
     }
+
+    /// Both directions of a BiLSTM layer's recurrence (see [`crate::lstm_scan`]):
+    /// `xw [2, B, L, 4H]`, `w [2, H, 4H]`, `mask [B, L]` → `h [2, B, L, H]`.
+    fn lstm_scan(xw: FloatTensor<Self>, w: FloatTensor<Self>, mask: FloatTensor<Self>) -> FloatTensor<Self> {
+        p(Self::lstm_forward(t(xw), t(w), t(mask)).h)
+    }
+
+    /// The recurrence's forward pass and what its backward pass needs.
+    fn lstm_forward(xw: Tensor<Self, 4>, w: Tensor<Self, 3>, mask: Tensor<Self, 2>) -> lstm_scan::Saved<Self> {
+        lstm_scan::composed_forward(xw, w, mask)
+    }
+
+    /// The recurrence's backward pass: gradients of `xw` and `w`.
+    fn lstm_backward(
+        w: Tensor<Self, 3>,
+        mask: Tensor<Self, 2>,
+        saved: lstm_scan::Saved<Self>,
+        grad: Tensor<Self, 4>,
+    ) -> (Tensor<Self, 4>, Tensor<Self, 3>) {
+        lstm_scan::composed_backward(w, mask, saved, grad)
+    }
 }
 
-impl SeqBackend for burn::backend::Flex {}
-impl SeqBackend for burn::backend::NdArray {}
+/// The CPU backends run the recurrence as host loops (one GEMM per step).
+macro_rules! host_lstm {
+    ($backend:ty) => {
+        impl SeqBackend for $backend {
+            fn lstm_forward(xw: Tensor<Self, 4>, w: Tensor<Self, 3>, mask: Tensor<Self, 2>) -> lstm_scan::Saved<Self> {
+                lstm_scan::host::forward(xw, w, mask)
+            }
+
+            fn lstm_backward(
+                w: Tensor<Self, 3>,
+                mask: Tensor<Self, 2>,
+                saved: lstm_scan::Saved<Self>,
+                grad: Tensor<Self, 4>,
+            ) -> (Tensor<Self, 4>, Tensor<Self, 3>) {
+                lstm_scan::host::backward(w, mask, saved, grad)
+            }
+        }
+    };
+}
+host_lstm!(burn::backend::Flex);
+host_lstm!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
 
@@ -213,6 +254,42 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => {
                 prep.finish(B::flash_attention(q.primitive, k.primitive, v.primitive, mask, scale, block))
             }
+        }
+    }
+
+    fn lstm_scan(xw: FloatTensor<Self>, w: FloatTensor<Self>, mask: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct LstmBackward;
+
+        /// Saved for the backward pass: w, mask, outputs, gate activations, cell states.
+        type State<B> = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+
+        impl<B: SeqBackend> Backward<B, 2> for LstmBackward {
+            type State = State<B>;
+
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [node_xw, node_w] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (w, mask, h, act, c) = ops.state;
+                let saved = lstm_scan::Saved { h: t(h), act: t(act), c: t(c) };
+                let (dxw, dw) = B::lstm_backward(t(w), t(mask), saved, t(grad));
+                if let Some(node) = node_xw {
+                    grads.register::<B>(node.id, p(dxw));
+                }
+                if let Some(node) = node_w {
+                    grads.register::<B>(node.id, p(dw));
+                }
+            }
+        }
+
+        let mask = mask.primitive; // a constant: no gradient flows to it
+        match LstmBackward.prepare::<C>([xw.node.clone(), w.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let saved = B::lstm_forward(t(xw.primitive), t(w.primitive.clone()), t(mask.clone()));
+                let h = p(saved.h);
+                prep.finish((w.primitive, mask, h.clone(), p(saved.act), p(saved.c)), h)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::lstm_scan(xw.primitive, w.primitive, mask)),
         }
     }
 }
