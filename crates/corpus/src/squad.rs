@@ -313,6 +313,36 @@ pub fn span_text(context: &str, offsets: &[(usize, usize)], first: usize, last: 
     context.chars().skip(start).take(end - start).collect()
 }
 
+/// Characters BERT's basic tokenizer splits one by one (CJK ideographs):
+/// each is a word of its own.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+/// Sub-tokens `first..=last` widened to whole words: while the piece before
+/// (after) touches the span with letters or digits on both sides, as the
+/// pieces of one WordPiece word do ("nik" "##ola"), it joins the span. CJK
+/// characters are words of their own. Answers are words, as in the
+/// official data, not fragments of them.
+pub fn whole_words(context: &str, offsets: &[(usize, usize)], first: usize, last: usize) -> (usize, usize) {
+    let chars: Vec<char> = context.chars().collect();
+    let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric() && !is_cjk(*c));
+    let joined = |a: usize, b: usize| {
+        let ((_, end), (start, _)) = (offsets[a], offsets[b]);
+        end == start && end > 0 && word(chars.get(end - 1)) && word(chars.get(start))
+    };
+    let (mut first, mut last) = (first, last);
+    while first > 0 && joined(first - 1, first) {
+        first -= 1;
+    }
+    while last + 1 < offsets.len() && joined(last, last + 1) {
+        last += 1;
+    }
+    (first, last)
+}
+
 /// One sentence per question (see the module docs), in file order, and the
 /// items that map its tags back to text. Errors name the file, the line of
 /// the question id, and what went wrong. `file` must have been parsed with
@@ -491,6 +521,21 @@ mod tests {
             assert!(s.tags.iter().all(|t| *t == Tag::O) && s.tags.len() == s.tokens.len());
         }
         assert!(qa_sentences(Path::new("q.json"), &text, &file, &tokenize, Answers::Required).is_err());
+    }
+
+    #[test]
+    fn answers_widen_to_whole_words_but_not_across_spaces_punctuation_or_cjk() {
+        // "Nikola Tesla, 1856" as WordPiece cuts it: nik ##ola tes ##la , 1856
+        let context = "Nikola Tesla, 1856";
+        let offsets = [(0, 3), (3, 6), (7, 10), (10, 12), (12, 13), (14, 18)];
+        assert_eq!(whole_words(context, &offsets, 0, 0), (0, 1));
+        assert_eq!(whole_words(context, &offsets, 3, 3), (2, 3));
+        assert_eq!(whole_words(context, &offsets, 1, 2), (0, 3));
+        assert_eq!(whole_words(context, &offsets, 4, 4), (4, 4), "the comma stays alone");
+        assert_eq!(whole_words(context, &offsets, 5, 5), (5, 5));
+        // Chinese: one piece per character, each a word.
+        let offsets: Vec<(usize, usize)> = (0..5).map(|c| (c, c + 1)).collect();
+        assert_eq!(whole_words("北京是首都", &offsets, 1, 1), (1, 1));
     }
 
     #[test]

@@ -158,7 +158,9 @@ pub const MAX_ANSWER: usize = 30;
 /// P(chunk starts at i)·P(chunk ends at j) under the tagger's per-token
 /// marginals (P(S) for a single token) — every question gets an answer, as
 /// every SQuAD v1.1 question has one, even where the Viterbi path tags
-/// none. Without marginals, the first decoded span, or "".
+/// none. Without marginals, the first decoded span, or "". A span that
+/// starts or ends inside a word is widened to the whole word
+/// ([`corpus::squad::whole_words`]).
 pub fn qa_answers(items: &[corpus::squad::QaItem], tagged: &[Tagged], tag_set: &[Tag]) -> Vec<String> {
     use corpus::Prefix;
     let t = tag_set.len();
@@ -204,7 +206,10 @@ pub fn qa_answers(items: &[corpus::squad::QaItem], tagged: &[Tagged], tag_set: &
                 }
                 _ => corpus::Scheme::Iob2.decode(&tg.tags).first().map(|s| (s.start, s.end - 1)),
             };
-            best.map_or_else(String::new, |(i, j)| corpus::squad::span_text(&item.context, &item.offsets, i, j))
+            best.map_or_else(String::new, |(i, j)| {
+                let (i, j) = corpus::squad::whole_words(&item.context, &item.offsets, i, j);
+                corpus::squad::span_text(&item.context, &item.offsets, i, j)
+            })
         })
         .collect()
 }
@@ -262,6 +267,17 @@ mod tests {
         assert_eq!(qa_answers(&[it.clone()], &[decoded], &tag_set), ["ef gh"]);
         let none = Tagged { tags: vec![Tag::O; 4], confidence: None, marginals: None };
         assert_eq!(qa_answers(&[it], &[none], &tag_set), [""]);
+    }
+
+    #[test]
+    fn an_answer_inside_a_word_becomes_the_whole_word() {
+        let tag_set: Vec<Tag> = ["O", "B-ANS", "I-ANS", "E-ANS", "S-ANS"].iter().map(|t| t.parse().unwrap()).collect();
+        // nik ##ola tes ##la: the most likely span is the single piece "##ola".
+        let it = item("Nikola Tesla", vec![(0, 3), (3, 6), (7, 10), (10, 12)]);
+        let mut marginals = vec![0.9, 0.02, 0.0, 0.0, 0.08].repeat(4);
+        marginals[5..10].copy_from_slice(&[0.4, 0.0, 0.0, 0.0, 0.6]);
+        let tagged = Tagged { tags: vec![Tag::O; 4], confidence: None, marginals: Some(marginals) };
+        assert_eq!(qa_answers(&[it], &[tagged], &tag_set), ["Nikola"]);
     }
 
     #[test]
