@@ -48,7 +48,7 @@ train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
 # The three QA taggers × seeds 1, 2, 3 (runs in experiments/runs/qa-*), then compare.
 qa-experiments DATA=squad: (_qa DATA)
     for c in qa-concat-self qa-cross qa-bilstm; do for s in 1 2 3; do {{seqlab}} train --config experiments/configs/$c.toml --data {{DATA}} --seed $s --out experiments/runs/$c-s$s --quiet; done; done
-    {{seqlab}} compare experiments/runs/qa-*
+    {{seqlab}} compare experiments/runs/qa-* --out experiments/qa
 
 # Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and
 # one set of attention pictures per setting in experiments/heads-sweep/ (of
