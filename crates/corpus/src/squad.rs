@@ -343,6 +343,13 @@ pub fn whole_words(context: &str, offsets: &[(usize, usize)], first: usize, last
     (first, last)
 }
 
+/// A SQuAD-format file's text as QA sentences: [`SquadFile::parse_with`]
+/// and [`qa_sentences`] with the same `answers`.
+pub fn read_qa(path: &Path, text: &str, tokenize: Tokenize, answers: Answers) -> Result<(Vec<Sentence>, Vec<QaItem>)> {
+    let file = SquadFile::parse_with(path, text, answers)?;
+    qa_sentences(path, text, &file, tokenize, answers)
+}
+
 /// One sentence per question (see the module docs), in file order, and the
 /// items that map its tags back to text. Errors name the file, the line of
 /// the question id, and what went wrong. `file` must have been parsed with
@@ -412,7 +419,8 @@ pub fn qa_sentences(
 }
 
 /// The SQuAD files of a QA dataset folder: `*train*.json`, `*dev*.json`
-/// (or `*valid*`, `*testa*`), `*test*.json`, named as tagged files are; `None` when the folder has no such file.
+/// (or `*valid*`, `*testa*`), `*test*.json`, named as tagged files are;
+/// `None` when the folder has no such file.
 pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
     let mut found = Vec::new();
     for e in std::fs::read_dir(dir).ok()?.flatten() {
@@ -445,8 +453,7 @@ pub fn load_qa_splits(dir: &Path, files: &[(SplitName, std::path::PathBuf)], tok
             ));
         }
         let text = read_text(path)?;
-        let file = SquadFile::parse(path, &text)?;
-        let (sentences, items) = qa_sentences(path, &text, &file, tokenize, Answers::Required)?;
+        let (sentences, items) = read_qa(path, &text, tokenize, Answers::Required)?;
         splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
     }
     Ok(splits)

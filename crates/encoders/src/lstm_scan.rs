@@ -48,6 +48,18 @@ fn position(dir: usize, s: usize, l: usize) -> usize {
     }
 }
 
+/// Direction `dir`'s row of position `t` of a `[2, B, L, N]` tensor: `[B, N]`.
+fn at<B: Backend>(x: &Tensor<B, 4>, dir: usize, t: usize) -> Tensor<B, 2> {
+    let [_, b, _, n] = x.dims();
+    x.clone().slice([dir..dir + 1, 0..b, t..t + 1, 0..n]).reshape([b, n])
+}
+
+/// Direction `dir`'s recurrent weights `[H, 4H]` of `w [2, H, 4H]`.
+fn weights<B: Backend>(w: &Tensor<B, 3>, dir: usize) -> Tensor<B, 2> {
+    let [_, hd, g4] = w.dims();
+    w.clone().slice([dir..dir + 1, 0..hd, 0..g4]).reshape([hd, g4])
+}
+
 /// Forward pass with Burn tensor operations, step by step.
 /// `xw [2, B, L, 4H]`, `w [2, H, 4H]`, `mask [B, L]` (1 real, 0 padding).
 pub fn composed_forward<B: Backend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, mask: Tensor<B, 2>) -> Saved<B> {
@@ -56,13 +68,13 @@ pub fn composed_forward<B: Backend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, mask: Ten
     let device = xw.device();
     let (mut hs, mut acts, mut cs) = (Vec::new(), Vec::new(), Vec::new());
     for dir in 0..2 {
-        let wd = w.clone().slice([dir..dir + 1, 0..hd, 0..g4]).reshape([hd, g4]); // [H, 4H]
+        let wd = weights(&w, dir); // [H, 4H]
         let mut h = Tensor::<B, 2>::zeros([b, hd], &device);
         let mut c = Tensor::<B, 2>::zeros([b, hd], &device);
         let mut out = vec![None; l];
         for s in 0..l {
             let t = position(dir, s, l);
-            let x = xw.clone().slice([dir..dir + 1, 0..b, t..t + 1, 0..g4]).reshape([b, g4]); // [B, 4H]
+            let x = at(&xw, dir, t); // [B, 4H]
             let m = mask.clone().slice([0..b, t..t + 1]); // [B, 1]
             let z = x + h.matmul(wd.clone()); // [B, 4H]
             let i = sigmoid(z.clone().slice([0..b, 0..hd]));
@@ -97,10 +109,7 @@ pub fn composed_backward<B: Backend>(
     let device = grad.device();
     let (mut dxws, mut dws) = (Vec::new(), Vec::new());
     for dir in 0..2 {
-        let at = |x: &Tensor<B, 4>, t: usize, n: usize| {
-            x.clone().slice([dir..dir + 1, 0..b, t..t + 1, 0..n]).reshape([b, n])
-        };
-        let wd = w.clone().slice([dir..dir + 1, 0..hd, 0..g4]).reshape([hd, g4]);
+        let wd = weights(&w, dir);
         let mut dh_next = Tensor::<B, 2>::zeros([b, hd], &device);
         let mut dc_next = Tensor::<B, 2>::zeros([b, hd], &device);
         let mut dz_at = vec![None; l];
@@ -108,19 +117,19 @@ pub fn composed_backward<B: Backend>(
         for s in (0..l).rev() {
             let t = position(dir, s, l);
             let m = mask.clone().slice([0..b, t..t + 1]); // [B, 1]
-            let act = at(&saved.act, t, g4);
+            let act = at(&saved.act, dir, t);
             let part = |k: usize| act.clone().slice([0..b, k * hd..(k + 1) * hd]);
             let (i, f, g, o) = (part(0), part(1), part(2), part(3));
-            let c_raw = at(&saved.c, t, hd);
+            let c_raw = at(&saved.c, dir, t);
             // The state the step started from (zero before the first step).
             let (h_prev, c_prev) = if s == 0 {
                 (Tensor::zeros([b, hd], &device), Tensor::zeros([b, hd], &device))
             } else {
                 let p = position(dir, s - 1, l);
                 let pm = mask.clone().slice([0..b, p..p + 1]);
-                (at(&saved.h, p, hd), at(&saved.c, p, hd) * pm)
+                (at(&saved.h, dir, p), at(&saved.c, dir, p) * pm)
             };
-            let dh = (at(&grad, t, hd) + dh_next) * m.clone(); // into h_raw
+            let dh = (at(&grad, dir, t) + dh_next) * m.clone(); // into h_raw
             let tc = tanh(c_raw);
             let dc = dc_next * m + dh.clone() * o.clone() * (tc.clone().powi_scalar(2).neg() + 1.0);
             let dzi = dc.clone() * g.clone() * i.clone() * (i.clone().neg() + 1.0);

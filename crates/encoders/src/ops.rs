@@ -16,6 +16,11 @@
 //! inner backend, so the same code runs on every backend. Plain backends use
 //! the trait's default (the composed forward); the impls below only opt
 //! them in.
+//!
+//! [`SeqBackend::lstm_scan`] is a BiLSTM layer's recurrence with a
+//! hand-written backward pass ([`crate::lstm_scan`]); its forward and
+//! backward passes are trait methods too, composed by default and host
+//! loops on the CPU backends.
 
 use crate::lstm_scan;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;

@@ -299,7 +299,6 @@ pub fn predict(args: PredictArgs) -> Result<()> {
 /// Questions to answer for a QA run: a SQuAD-format file (gold answers
 /// optional), cut into sub-tokens by the run's own tokenizer.
 fn qa_input(run: &LoadedRun, name: &Path, text: &str) -> Result<(Vec<Sentence>, Vec<corpus::squad::QaItem>)> {
-    use corpus::squad::{Answers, SquadFile};
     let path = run.dir.join(crate::tokenizer::FILE);
     if !path.is_file() {
         anyhow::bail!(
@@ -315,9 +314,8 @@ fn qa_input(run: &LoadedRun, name: &Path, text: &str) -> Result<(Vec<Sentence>, 
             name.display()
         );
     }
-    let file = SquadFile::parse_with(name, text, Answers::Optional)?;
     let tokenize = |t: &str| crate::tokenizer::pieces(&tok, t);
-    let (sentences, items) = corpus::squad::qa_sentences(name, text, &file, &tokenize, Answers::Optional)?;
+    let (sentences, items) = corpus::squad::read_qa(name, text, &tokenize, corpus::squad::Answers::Optional)?;
     if sentences.is_empty() {
         anyhow::bail!("{}: no questions", name.display());
     }
