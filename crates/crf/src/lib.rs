@@ -2,10 +2,13 @@
 //!
 //! Scores: a path `y` through a sentence of length `n` with emissions `e`
 //! scores `start[y0] + Σ e[t, y_t] + Σ trans[y_{t-1}, y_t] + end[y_{n-1}]`.
-//! [`Crf::nll`] is `log Z − score(gold)` by the forward algorithm in log
-//! space, [`Crf::decode`] is Viterbi, [`Crf::marginals`] forward-backward.
-//! All three run as tensor operations over the whole batch and all tag pairs
-//! at each step; only Viterbi's back-tracking runs on the host.
+//! [`Crf::nll`] is `log Z − score(gold)` by the forward algorithm,
+//! [`Crf::decode`] is Viterbi, [`Crf::marginals`] forward-backward. The gold
+//! score is tensor arithmetic over the whole batch; the three recursions run
+//! per sentence on the host in f64 ([`host`]) after one copy of the
+//! emissions, since as tensor operations each position is a handful of tiny
+//! kernels. Training still gets exact gradients: log Z enters the graph as
+//! a linear form in the marginals ([`Crf::log_partition`]).
 //!
 //! Shapes: `B` sentences, `L` positions (padded), `T` tags. The mask `[B, L]`
 //! is a left-aligned padding mask (true at real tokens); every sentence has
@@ -20,6 +23,8 @@ use burn::module::{Module, Param};
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use corpus::{Scheme, Tag};
+
+pub mod host;
 
 /// The score of a forbidden transition. Finite, so that log-sum-exp never
 /// sees `-inf - -inf`; far below any reachable path score.
@@ -184,135 +189,100 @@ impl<B: Backend> Crf<B> {
         score
     }
 
-    /// `log Z` for each sentence, `[B]`, by the forward algorithm.
+    /// `log Z` for each sentence, `[B]`, by the forward algorithm (on the
+    /// host, [`host::forward_backward`]). Differentiable: its gradient is
+    /// the marginals, `∂ log Z / ∂ e[t, j] = P(y_t = j)` and
+    /// `∂ log Z / ∂ trans[i, j] = Σ_t P(y_{t-1} = i, y_t = j)` (likewise for
+    /// `start` and `end` at the first and last token), entered as the
+    /// linear form `S = Σ e·P + Σ trans·P₂ + Σ start·P₀ + Σ end·P_last`
+    /// with constant `P`s: `log Z = S − detach(S) + log Z` has the value of
+    /// `log Z` and the gradient of `S`, which is the exact gradient of log Z
+    /// (first order; no second derivatives).
     pub fn log_partition(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 1> {
-        let (alphas, log_norm) = self.forward_alphas(emissions, mask, false);
-        let (_, _, end) = self.scores();
-        let last = alphas.into_iter().last().expect("at least one position");
-        (log_sum_exp(last + end.unsqueeze_dim(0), 1) + log_norm).squeeze_dim::<1>(1)
-    }
-
-    /// Forward variables, normalised: `alpha_t [B, T]` is the log-sum of the
-    /// scores of all prefixes ending in each tag at `t`, minus a running
-    /// normaliser (the per-step maxima, summed in `log_norm [B, 1]`), so the
-    /// values stay small and f32 keeps its precision over thousands of
-    /// steps. Past a sentence's end, alpha is carried unchanged. With
-    /// `keep_all`, every step's alpha is returned (else only the last).
-    fn forward_alphas(
-        &self,
-        emissions: Tensor<B, 3>,
-        mask: Tensor<B, 2, Bool>,
-        keep_all: bool,
-    ) -> (Vec<Tensor<B, 2>>, Tensor<B, 2>) {
         let [b, l, t] = emissions.dims();
-        let (trans, start, _) = self.scores();
-        let trans = trans.unsqueeze_dim::<3>(0); // [1, T(from), T(to)]
-        let emit_at = |i: usize| emissions.clone().slice([0..b, i..i + 1, 0..t]).squeeze_dim::<2>(1); // [B, T]
-        let mask_at = |i: usize| mask.clone().slice([0..b, i..i + 1]); // [B, 1]
-        let alpha = start.unsqueeze_dim(0) + emit_at(0); // [B, T]
-        let mut log_norm = alpha.clone().max_dim(1).detach(); // [B, 1]
-        let mut alpha = alpha - log_norm.clone();
-        let mut out = Vec::with_capacity(if keep_all { l } else { 1 });
-        for i in 1..l {
-            if keep_all {
-                out.push(alpha.clone());
+        let device = emissions.device();
+        let scores = self.host_scores();
+        let (em, lengths) = host_batch(&emissions, &mask);
+        let mut log_z = vec![0.0f32; b];
+        let mut unary = vec![0.0f32; b * l * t]; // [B, L, T], 0 at padding
+        let mut pairwise = vec![0.0f32; b * t * t]; // [B, T, T]
+        let mut first = vec![0.0f32; b * t]; // [B, T]
+        let mut last = vec![0.0f32; b * t]; // [B, T]
+        for (s, &n) in lengths.iter().enumerate() {
+            if n == 0 {
+                continue;
             }
-            // [B, T, 1] + [1, T, T] → log-sum over `from` → [B, T(to)]
-            let next =
-                log_sum_exp(alpha.clone().unsqueeze_dim::<3>(2) + trans.clone(), 1).squeeze_dim::<2>(1) + emit_at(i);
-            let c = next.clone().max_dim(1).detach(); // [B, 1]
-            let real = mask_at(i);
-            alpha = alpha.mask_where(real.clone().expand([b, t]), next - c.clone());
-            log_norm = log_norm + c * real.float();
+            let p = host::forward_backward(&scores, &em[s * l * t..(s * l + n) * t]);
+            log_z[s] = p.log_z as f32;
+            cast_into(&mut unary[s * l * t..(s * l + n) * t], &p.unary);
+            cast_into(&mut pairwise[s * t * t..(s + 1) * t * t], &p.pairwise);
+            cast_into(&mut first[s * t..(s + 1) * t], &p.unary[..t]);
+            cast_into(&mut last[s * t..(s + 1) * t], &p.unary[(n - 1) * t..]);
         }
-        out.push(alpha);
-        (out, log_norm)
-    }
-
-    /// Viterbi: the best allowed path of each sentence, its real length long.
-    pub fn decode(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<usize>> {
-        let [b, l, t] = emissions.dims();
         let (trans, start, end) = self.scores();
-        let trans = trans.unsqueeze_dim::<3>(0); // [1, T, T]
-        let emit_at = |i: usize| emissions.clone().slice([0..b, i..i + 1, 0..t]).squeeze_dim::<2>(1);
-        let mask_at = |i: usize| mask.clone().slice([0..b, i..i + 1]).expand([b, t]);
-        let mut score = start.unsqueeze_dim(0) + emit_at(0); // [B, T]
-        let mut pointers: Vec<Tensor<B, 2, Int>> = Vec::with_capacity(l.saturating_sub(1));
-        for i in 1..l {
-            // best over `from` of score[from] + trans[from, to]: [B, 1, T]
-            let (best, idx) = (score.clone().unsqueeze_dim::<3>(2) + trans.clone()).max_dim_with_indices(1);
-            pointers.push(idx.squeeze_dim::<2>(1)); // [B, T]
-            let next = best.squeeze_dim::<2>(1) + emit_at(i);
-            score = score.mask_where(mask_at(i), next);
-        }
-        let last_tag: Vec<i64> = (score + end.unsqueeze_dim(0)).argmax(1).into_data().iter::<i64>().collect();
-        let lengths: Vec<i64> = mask.int().sum_dim(1).into_data().iter::<i64>().collect();
-        // One transfer of all back-pointers: [L-1, B, T].
-        let ptr: Vec<i64> = if pointers.is_empty() {
-            Vec::new()
-        } else {
-            Tensor::stack::<3>(pointers, 0).into_data().iter::<i64>().collect()
-        };
-        (0..b)
-            .map(|s| {
-                let n = lengths[s].max(0) as usize;
-                if n == 0 {
-                    return Vec::new();
-                }
-                let mut path = vec![0usize; n];
-                path[n - 1] = last_tag[s] as usize;
-                for i in (1..n).rev() {
-                    // pointers[i-1] holds the best predecessor of each tag at step i.
-                    path[i - 1] = ptr[((i - 1) * b + s) * t + path[i]] as usize;
-                }
-                path
-            })
-            .collect()
+        let p = |v: Vec<f32>, shape: [usize; 3]| Tensor::<B, 3>::from_data(TensorData::new(v, shape), &device);
+        // S per sentence, [B]: e·P summed over (L, T), trans·P₂ over (T, T),
+        // start·P₀ and end·P_last over T.
+        let s_emit = (emissions * p(unary, [b, l, t])).sum_dim(2).sum_dim(1);
+        let s_trans = (trans.unsqueeze_dim::<3>(0) * p(pairwise, [b, t, t])).sum_dim(2).sum_dim(1);
+        let ends = start.reshape([1, 1, t]) * p(first, [b, 1, t]) + end.reshape([1, 1, t]) * p(last, [b, 1, t]);
+        let s_ends = ends.sum_dim(2);
+        let surrogate = (s_emit + s_trans + s_ends).reshape([b]);
+        let log_z = Tensor::<B, 1>::from_data(TensorData::new(log_z, [b]), &device);
+        surrogate.clone() - surrogate.detach() + log_z
     }
 
-    /// Posterior marginals `P(y_t = j | x)`, `[B, L, T]`, zero at padding.
-    /// Since `Σ_j alpha_t[j]·beta_t[j] = Z` at every `t`, the marginal at `t`
-    /// is a softmax over tags of `alpha_t + beta_t`, so both recursions can
-    /// be normalised step by step, which keeps f32 exact enough for
-    /// sequences of thousands of tokens.
+    /// The effective scores (penalties included) on the host.
+    fn host_scores(&self) -> host::Scores {
+        let (trans, start, end) = self.scores();
+        let t = self.num_tags();
+        host::Scores::new(t, floats(trans), floats(start), floats(end))
+    }
+
+    /// Viterbi: the best allowed path of each sentence, its real length long
+    /// (on the host, [`host::viterbi`], after one copy of the emissions).
+    pub fn decode(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<usize>> {
+        let [_, l, t] = emissions.dims();
+        let scores = self.host_scores();
+        let (em, lengths) = host_batch(&emissions, &mask);
+        lengths.iter().enumerate().map(|(s, &n)| host::viterbi(&scores, &em[s * l * t..(s * l + n) * t])).collect()
+    }
+
+    /// Posterior marginals `P(y_t = j | x)`, `[B, L, T]`, zero at padding
+    /// (forward-backward on the host, [`host::forward_backward`]; a
+    /// constant: no gradient flows through it).
     pub fn marginals(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let [b, l, t] = emissions.dims();
-        let (alphas, _) = self.forward_alphas(emissions.clone(), mask.clone(), true);
-        let (trans, _, end) = self.scores();
-        let end_b = end.unsqueeze_dim::<2>(0).expand([b, t]); // [B, T]
-                                                              // Backward variables: beta_t[i] = log-sum of the scores of all
-                                                              // suffixes after tag i at t (normalised); at a sentence's last token,
-                                                              // the end score.
-        let trans = trans.unsqueeze_dim::<3>(0); // [1, T(from), T(to)]
-        let mut betas = vec![end_b.clone(); l];
-        for i in (0..l.saturating_sub(1)).rev() {
-            let e_next = emissions.clone().slice([0..b, i + 1..i + 2, 0..t]); // [B, 1, T(to)]
-            let after = (e_next + betas[i + 1].clone().unsqueeze_dim::<3>(1)) + trans.clone(); // [B, T, T]
-            let cand = log_sum_exp(after, 2).squeeze_dim::<2>(2); // [B, T(from)]
-            let cand = cand.clone() - cand.max_dim(1).detach();
-            let real_next = mask.clone().slice([0..b, i + 1..i + 2]).expand([b, t]);
-            betas[i] = end_b.clone().mask_where(real_next, cand);
+        let scores = self.host_scores();
+        let (em, lengths) = host_batch(&emissions, &mask);
+        let mut out = vec![0.0f32; b * l * t];
+        for (s, &n) in lengths.iter().enumerate() {
+            if n > 0 {
+                let p = host::forward_backward(&scores, &em[s * l * t..(s * l + n) * t]);
+                cast_into(&mut out[s * l * t..(s * l + n) * t], &p.unary);
+            }
         }
-        let post: Vec<Tensor<B, 2>> = alphas
-            .into_iter()
-            .zip(betas)
-            .map(|(a, be)| {
-                let x = a + be;
-                let z = log_sum_exp(x.clone(), 1);
-                (x - z).exp()
-            })
-            .collect();
-        let post = Tensor::stack::<3>(post, 1); // [B, L, T]
-                                                // At padded positions alpha was carried over; the mask zeroes them.
-        post * mask.float().unsqueeze_dim::<3>(2)
+        Tensor::from_data(TensorData::new(out, [b, l, t]), &emissions.device())
     }
 }
 
-/// `log Σ exp(x)` along `dim` (kept, size 1), stable: the max is subtracted
-/// first (and detached: the gradient is exact either way).
-pub fn log_sum_exp<B: Backend, const D: usize>(x: Tensor<B, D>, dim: usize) -> Tensor<B, D> {
-    let m = x.clone().max_dim(dim).detach();
-    (x - m.clone()).exp().sum_dim(dim).log() + m
+/// A tensor's values on the host, as f64.
+fn floats<B: Backend, const D: usize>(x: Tensor<B, D>) -> Vec<f64> {
+    x.into_data().convert::<f64>().into_vec::<f64>().expect("f64 after convert")
+}
+
+/// Emissions `[B, L, T]` as f64 on the host (one copy) and each sentence's
+/// length (its count of real tokens; the mask is left-aligned).
+fn host_batch<B: Backend>(emissions: &Tensor<B, 3>, mask: &Tensor<B, 2, Bool>) -> (Vec<f64>, Vec<usize>) {
+    let lengths = mask.clone().int().sum_dim(1).into_data().convert::<i64>();
+    let lengths = lengths.iter::<i64>().map(|n| n.max(0) as usize).collect();
+    (floats(emissions.clone()), lengths)
+}
+
+fn cast_into(out: &mut [f32], v: &[f64]) {
+    for (o, &x) in out.iter_mut().zip(v) {
+        *o = x as f32;
+    }
 }
 
 #[cfg(test)]

@@ -258,9 +258,17 @@ fn autodiff_gradient_equals_the_brute_force_gradient() {
     let grads = loss.backward();
     let ge = floats(e.grad(&grads).unwrap());
     let gt = floats(crf.transitions.val().grad(&grads).unwrap());
+    let (g_start, g_end) = (floats(crf.start.val().grad(&grads).unwrap()), floats(crf.end.val().grad(&grads).unwrap()));
     let mut want_t = vec![0.0; 25];
+    let (mut want_start, mut want_end) = (vec![0.0; 5], vec![0.0; 5]);
     for (s, sent) in case.sents.iter().enumerate() {
         let (log_z, _, marg) = brute(&case, &cons, sent);
+        let n = sent.len();
+        for j in 0..5 {
+            // d NLL / d start[j] = P(y_0 = j) − [gold_0 = j]; likewise end at the last token.
+            want_start[j] += marg[0][j] - f64::from(gold[s][0] == j);
+            want_end[j] += marg[n - 1][j] - f64::from(gold[s][n - 1] == j);
+        }
         for i in 0..3 {
             for j in 0..5 {
                 let want = if i < sent.len() { marg[i][j] - f64::from(gold[s][i] == j) } else { 0.0 };
@@ -279,6 +287,10 @@ fn autodiff_gradient_equals_the_brute_force_gradient() {
     }
     for k in 0..25 {
         assert!((gt[k] - want_t[k]).abs() < 1e-4, "d/dtrans[{k}] {} vs {}", gt[k], want_t[k]);
+    }
+    for j in 0..5 {
+        assert!((g_start[j] - want_start[j]).abs() < 1e-4, "d/dstart[{j}] {} vs {}", g_start[j], want_start[j]);
+        assert!((g_end[j] - want_end[j]).abs() < 1e-4, "d/dend[{j}] {} vs {}", g_end[j], want_end[j]);
     }
 }
 
