@@ -145,17 +145,29 @@ pub fn question_match<B: Backend>(input: &TaggerInput<B>) -> Tensor<B, 2, Int> {
 /// on how long the other words of its batch are.
 fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<B, 3, Int>) -> Tensor<B, 3> {
     let [b, l, w] = chars.dims();
-    let flat = chars.reshape([b * l, w]); // [N, W], N = B·L
-    let real = flat.clone().greater_elem(0); // [N, W]
-    let e = emb.forward(flat); // [N, W, C]
-    let c = e.dims()[2];
-    let e = e * real.clone().float().unsqueeze_dim::<3>(2).expand([b * l, w, c]);
-    let conv = cnn.forward(e.swap_dims(1, 2)); // [N, F, W]
-    let f = conv.dims()[1];
-    let pad = real.clone().bool_not().unsqueeze_dim::<3>(1).expand([b * l, f, w]);
-    let pooled = conv.mask_fill(pad, -1.0e4).max_dim(2).squeeze_dim::<2>(2); // [N, F]
-                                                                             // Words with no characters (padding tokens) get zeros, not −1e4.
-    let any = real.any_dim(1).float().expand([b * l, f]); // [N, F]
+    let n = b * l;
+    let flat = chars.reshape([n, w]); // [N, W], N = B·L
+    let real = flat.clone().greater_elem(0).float().unsqueeze_dim::<3>(2); // [N, W, 1]
+    let e = emb.forward(flat) * real.clone(); // [N, W, C]
+                                              // The convolution as one product (im2col): each position's window of K
+                                              // characters side by side, [N, W, K·C], times the kernel as [K·C, F].
+                                              // Same as `cnn.forward` on [N, C, W] ('same' padding, stride 1), without
+                                              // its transposes and copies into a 3-d convolution.
+    let [f, c, k] = cnn.weight.dims();
+    let (before, after) = ((k - 1) / 2, k - 1 - (k - 1) / 2);
+    let device = e.device();
+    let padded = Tensor::cat(vec![Tensor::zeros([n, before, c], &device), e, Tensor::zeros([n, after, c], &device)], 1);
+    let windows = Tensor::cat((0..k).map(|o| padded.clone().slice([0..n, o..o + w, 0..c])).collect(), 2);
+    // weight [F, C, K] → [K, C, F] → [K·C, F], rows in the windows' order (offset, channel).
+    let kernel = cnn.weight.val().permute([2, 1, 0]).reshape([k * c, f]);
+    let mut conv = windows.reshape([n * w, k * c]).matmul(kernel).reshape([n, w, f]); // [N, W, F]
+    if let Some(bias) = &cnn.bias {
+        conv = conv + bias.val().reshape([1, 1, f]);
+    }
+    // Max over real characters only: padding positions get −1e4 added.
+    let pooled = (conv + (real.clone() - 1.0) * 1.0e4).max_dim(1); // [N, 1, F]
+                                                                   // Words with no characters (padding tokens) get zeros, not −1e4.
+    let any = real.max_dim(1); // [N, 1, 1]
     (pooled * any).reshape([b, l, f])
 }
 
@@ -193,5 +205,69 @@ mod tests {
         // The question itself: every position is a question token.
         let q = input.question.as_ref().unwrap();
         assert_eq!(classes(question_match(q)), vec![2; 6]);
+    }
+
+    /// The character CNN as Burn's `Conv1d` module computes it: transpose to
+    /// [N, C, W], convolve, mask, max-pool.
+    fn char_features_by_conv1d<B: Backend>(
+        emb: &Embedding<B>,
+        cnn: &Conv1d<B>,
+        chars: Tensor<B, 3, Int>,
+    ) -> Tensor<B, 3> {
+        let [b, l, w] = chars.dims();
+        let flat = chars.reshape([b * l, w]);
+        let real = flat.clone().greater_elem(0);
+        let e = emb.forward(flat);
+        let c = e.dims()[2];
+        let e = e * real.clone().float().unsqueeze_dim::<3>(2).expand([b * l, w, c]);
+        let conv = cnn.forward(e.swap_dims(1, 2)); // [N, F, W]
+        let f = conv.dims()[1];
+        let pad = real.clone().bool_not().unsqueeze_dim::<3>(1).expand([b * l, f, w]);
+        let pooled = conv.mask_fill(pad, -1.0e4).max_dim(2).squeeze_dim::<2>(2);
+        let any = real.any_dim(1).float().expand([b * l, f]);
+        (pooled * any).reshape([b, l, f])
+    }
+
+    #[test]
+    fn char_cnn_as_one_product_equals_the_conv1d_module() {
+        use burn::backend::Autodiff;
+        type A = Autodiff<B>;
+        let device = Default::default();
+        // 2 sentences × 3 words × up to 5 characters; 0 is padding (a whole
+        // padding word in sentence 1).
+        let ids: Vec<i64> = vec![
+            3, 4, 5, 0, 0, /**/ 6, 0, 0, 0, 0, /**/ 7, 8, 9, 10, 11, //
+            12, 13, 0, 0, 0, /**/ 0, 0, 0, 0, 0, /**/ 5, 5, 5, 0, 0,
+        ];
+        for k in [1, 2, 3, 4, 5] {
+            let emb = EmbeddingConfig::new(14, 6).init::<A>(&device);
+            let cnn = Conv1dConfig::new(6, 7, k).with_padding(PaddingConfig1d::Same).init::<A>(&device);
+            let chars = || Tensor::<A, 3, Int>::from_data(TensorData::new(ids.clone(), [2, 3, 5]), &device);
+            let weights = Tensor::<A, 3>::random([2, 3, 7], burn::tensor::Distribution::Normal(0.0, 1.0), &device);
+            let ours = char_features(&emb, &cnn, chars());
+            let reference = char_features_by_conv1d(&emb, &cnn, chars());
+            let g1 = (ours.clone() * weights.clone()).sum().backward();
+            let g2 = (reference.clone() * weights).sum().backward();
+            let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
+                assert_eq!(a.len(), b.len(), "{what}");
+                for (x, y) in a.iter().zip(&b) {
+                    assert!((x - y).abs() < 1e-4 * (1.0 + y.abs()), "kernel {k}, {what}: {x} vs {y}");
+                }
+            };
+            let v = |t: Tensor<A, 3>| t.into_data().to_vec::<f32>().unwrap();
+            close(v(ours), v(reference), "features");
+            let gw = |g: &<A as burn::tensor::backend::AutodiffBackend>::Gradients| {
+                cnn.weight.val().grad(g).unwrap().into_data().to_vec::<f32>().unwrap()
+            };
+            close(gw(&g1), gw(&g2), "d/d conv weight");
+            let gb = |g: &<A as burn::tensor::backend::AutodiffBackend>::Gradients| {
+                cnn.bias.as_ref().unwrap().val().grad(g).unwrap().into_data().to_vec::<f32>().unwrap()
+            };
+            close(gb(&g1), gb(&g2), "d/d conv bias");
+            let ge = |g: &<A as burn::tensor::backend::AutodiffBackend>::Gradients| {
+                emb.weight.val().grad(g).unwrap().into_data().to_vec::<f32>().unwrap()
+            };
+            close(ge(&g1), ge(&g2), "d/d char embedding");
+        }
     }
 }
