@@ -42,7 +42,7 @@ class CRF(nn.Module):
         em, tags, mask = em.transpose(0, 1), tags.transpose(0, 1), mask.transpose(0, 1)
         L, B = tags.shape
         maskf = mask.float()
-        ar = torch.arange(B)
+        ar = torch.arange(B, device=em.device)
         # gold path score
         score = self.start[tags[0]] + em[0, ar, tags[0]]
         for i in range(1, L):
@@ -67,7 +67,10 @@ class CRF(nn.Module):
             score = torch.where(mask[i].unsqueeze(1), nxt, score)
             history.append(idx)
         score = score + self.end
-        lengths = mask.long().sum(0) - 1
+        # Back-pointers to the host once (a no-op on CPU): per-element .item()
+        # on a GPU would time synchronisations, not decoding.
+        score, history = score.cpu(), [h.cpu() for h in history]
+        lengths = (mask.long().sum(0) - 1).cpu()
         best = []
         for b in range(B):
             tag = score[b].argmax().item()
@@ -118,7 +121,7 @@ class BiLstmTagger(nn.Module):
 
     def emissions(self, words, chars, lengths, mask):
         x = self.features(words, chars)
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         y, _ = self.lstm(packed)
         y, _ = pad_packed_sequence(y, batch_first=True, total_length=words.shape[1])
         return self.emit(self.dropout(y))
@@ -166,7 +169,7 @@ class AttentionTagger(nn.Module):
         return pe
 
     def emissions(self, words, chars, lengths, mask):
-        h = self.input(self.features(words, chars)) + self.sinusoids(words.shape[1])
+        h = self.input(self.features(words, chars)) + self.sinusoids(words.shape[1]).to(words.device)
         h = self.dropout(h)
         pad = ~mask
         for block in self.blocks:
@@ -175,7 +178,7 @@ class AttentionTagger(nn.Module):
         return self.emit(h)
 
 
-def load_batches(path):
+def load_batches(path, device):
     with open(path) as f:
         d = json.load(f)
     out = []
@@ -186,7 +189,7 @@ def load_batches(path):
         tags = torch.tensor(b["tags"], dtype=torch.long).view(B, L)
         lengths = torch.tensor(b["lengths"], dtype=torch.long)
         mask = torch.arange(L).unsqueeze(0) < lengths.unsqueeze(1)
-        out.append((words, chars, tags, lengths, mask))
+        out.append(tuple(t.to(device) for t in (words, chars, tags, lengths, mask)))
     return d, out
 
 
@@ -197,15 +200,21 @@ def main():
     p.add_argument("--batches", required=True, help="written by `seqlab bench train --dump`")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with open(args.config, "rb") as f:
         cfg = tomllib.load(f)
-    meta, batches = load_batches(args.batches)
+    device = torch.device(args.device)
+    meta, batches = load_batches(args.batches, device)
     kind = cfg["model"]["encoder"]["kind"]
     Model = {"bilstm": BiLstmTagger, "attention": AttentionTagger}[kind]
-    model = Model(meta["words"], meta["chars"], meta["tags"], cfg)
+    model = Model(meta["words"], meta["chars"], meta["tags"], cfg).to(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
     warmup = meta["warmup"]
     timed = batches[warmup:]
     tokens = int(sum(b[3].sum().item() for b in timed))
@@ -224,9 +233,11 @@ def main():
 
         for b in batches[:warmup]:
             step(b)
+        sync()
         started = time.perf_counter()
         for b in timed:
             step(b)
+        sync()
         seconds = time.perf_counter() - started
     else:
         model.eval()
@@ -238,6 +249,7 @@ def main():
 
         for b in batches[:warmup]:
             step(b)
+        sync()
         started = time.perf_counter()
         decoded = sum(step(b) for b in timed)
         seconds = time.perf_counter() - started
@@ -254,6 +266,7 @@ def main():
                 "seconds": seconds,
                 "tokens_per_second": tokens / max(seconds, 1e-12),
                 "threads": torch.get_num_threads(),
+                "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
                 "impl": f"pytorch {torch.__version__}",
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
             }

@@ -224,12 +224,17 @@ impl Job for AttentionChild {
         let x = Tensor::<B, 3>::random([a.batch, len, a.d_model], Distribution::Normal(0.0, 1.0), &device);
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; a.batch * len], [a.batch, len]), &device);
         let (seconds, peak, process_peak) = if a.train {
-            measure(a.iters, || {
+            let mut synced = Ok(());
+            let measured = measure(a.iters, || {
                 let x = x.clone().require_grad();
                 let out = mha.forward(x.clone(), x, mask.clone(), plan, false).context;
                 let grads = out.sum().backward();
                 drop(grads);
-            })?
+                // Asynchronous devices (CUDA) time the work, not its launch.
+                synced = synced.clone().and(B::sync(&device).map_err(|e| format!("{e:?}")));
+            })?;
+            synced.map_err(|e| anyhow::anyhow!("device sync failed: {e}"))?;
+            measured
         } else {
             let m = mha.valid();
             let (x, mask) = (x.clone().inner(), mask.clone().inner());
@@ -408,12 +413,15 @@ impl Job for MemoryChild {
         // Two steps: the optimizer's state is created in the first and
         // updated in the second; the peak is the larger of the two.
         let mut m = Some(model.clone());
+        let mut synced = Ok(());
         let (seconds, peak, process_peak) = measure(0, || {
             let current = m.take().expect("model");
             let loss = current.loss(&input, gold.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &current);
             m = Some(opt.step(cfg.train.lr, current, grads));
+            synced = synced.clone().and(B::sync(&device).map_err(|e| format!("{e:?}")));
         })?;
+        synced.map_err(|e| anyhow::anyhow!("device sync failed: {e}"))?;
         model = m.take().expect("model");
         drop(model);
         println!(

@@ -1,0 +1,63 @@
+"""Markdown tables from a `benchmarks/gpu.sh` run: OUT/throughput.jsonl and
+OUT/attention.jsonl (one measurement per line) → stdout.
+
+    python3 benchmarks/summarize_gpu.py benchmarks/out/gpu
+"""
+
+import json
+import sys
+from pathlib import Path
+
+
+def lines(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def mib(row):
+    v = row.get("gpu_memory_mib")
+    return "" if v is None else f"{v:,}"
+
+
+def main():
+    out = Path(sys.argv[1])
+    gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "unknown GPU"
+    print(f"# seqlab on a GPU ({gpu})\n")
+    rows = lines(out / "throughput.jsonl")
+    if rows:
+        print("## Throughput, reference taggers (generated CoNLL-like batches of 32)\n")
+        print("| model | workload | seqlab tokens/s | PyTorch tokens/s | seqlab / PyTorch | seqlab GPU MiB | PyTorch GPU MiB |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        cells = {}
+        for r in rows:
+            res = r["result"]
+            key = (r["model"], res.get("workload", "?"))
+            cells.setdefault(key, {})[r["impl"]] = res
+        for (model, workload), by in cells.items():
+            s, p = by.get("seqlab", {}), by.get("pytorch", {})
+            st, pt = s.get("tokens_per_second"), p.get("tokens_per_second")
+            ratio = f"{st / pt:.2f}×" if st and pt else ""
+            fmt = lambda v, r: f"{v:,.0f}" if v else r.get("error", "not run")
+            print(f"| {model} | {workload} | {fmt(st, s)} | {fmt(pt, p)} | {ratio} | {mib(s)} | {mib(p)} |")
+        print()
+    rows = lines(out / "attention.jsonl")
+    if rows:
+        print("## One self-attention layer, forward + backward (batch 32, 8 heads, d_model 512)\n")
+        print("GPU memory: the device's memory.used at its peak during the process less the idle reading")
+        print("(nvidia-smi every 20 ms; CUDA context and allocator pools included, same for both).\n")
+        print("| implementation | L | seconds (median) | GPU MiB | allocator peak of the step MiB |")
+        print("|---|---:|---:|---:|---:|")
+        for row in rows:
+            r = row["result"]
+            secs = f"{r['seconds']:.4f}" if "seconds" in r else r.get("error", "failed")
+            # seqlab's peak_bytes is host memory (RSS); only PyTorch's allocator figure is GPU memory.
+            step = r.get("peak_bytes") if row["impl"] == "pytorch" else None
+            step = f"{step / 2**20:,.0f}" if step is not None else ""
+            name = r.get("impl", row["impl"]) if row["impl"] == "pytorch" else f"seqlab {row['impl']}"
+            print(f"| {name} | {row['seq_len']} | {secs} | {mib(r)} | {step} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
