@@ -168,10 +168,12 @@ impl<B: Backend> Crf<B> {
         let [b, l, t] = emissions.dims();
         let (trans, start, end) = self.scores();
         let maskf = mask.clone().float(); // [B, L]
-                                          // Emission of each gold tag: [B, L].
+
+        // Emission of each gold tag: [B, L].
         let emit = emissions.gather(2, tags.clone().unsqueeze_dim(2)).squeeze_dim::<2>(2);
         let mut score = (emit * maskf.clone()).sum_dim(1).squeeze_dim::<1>(1); // [B]
-                                                                               // start[y0] + end[y_last].
+
+        // start[y0] + end[y_last].
         let first = tags.clone().slice([0..b, 0..1]).squeeze_dim::<1>(1); // [B]
         score = score + start.select(0, first);
         let lengths = mask.clone().int().sum_dim(1); // [B, 1]

@@ -146,29 +146,36 @@ pub fn question_match<B: Backend>(input: &TaggerInput<B>) -> Tensor<B, 2, Int> {
 fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<B, 3, Int>) -> Tensor<B, 3> {
     let [b, l, w] = chars.dims();
     let n = b * l;
-    let flat = chars.reshape([n, w]); // [N, W], N = B·L
-    let real = flat.clone().greater_elem(0).float().unsqueeze_dim::<3>(2); // [N, W, 1]
+    // [N, W] with N = B·L, and 1 at real characters: [N, W, 1].
+    let flat = chars.reshape([n, w]);
+    let real = flat.clone().greater_elem(0).float().unsqueeze_dim::<3>(2);
     let e = emb.forward(flat) * real.clone(); // [N, W, C]
-                                              // The convolution as one product (im2col): each position's window of K
-                                              // characters side by side, [N, W, K·C], times the kernel as [K·C, F].
-                                              // Same as `cnn.forward` on [N, C, W] ('same' padding, stride 1), without
-                                              // its transposes and copies into a 3-d convolution.
+
+    // The convolution as one product (im2col): each position's window of K
+    // characters side by side, [N·W, K·C], against the kernel as [F, K·C].
+    // Same as `cnn.forward` on [N, C, W] ('same' padding, stride 1), without
+    // its transposes and copies into a 3-d convolution.
     let [f, c, k] = cnn.weight.dims();
     let (before, after) = ((k - 1) / 2, k - 1 - (k - 1) / 2);
     let device = e.device();
     let padded = Tensor::cat(vec![Tensor::zeros([n, before, c], &device), e, Tensor::zeros([n, after, c], &device)], 1);
     let windows = Tensor::cat((0..k).map(|o| padded.clone().slice([0..n, o..o + w, 0..c])).collect(), 2);
-    // weight [F, C, K] → [K, C, F] → [K·C, F], rows in the windows' order (offset, channel).
-    let kernel = cnn.weight.val().permute([2, 1, 0]).reshape([k * c, f]);
-    let mut conv = windows.reshape([n * w, k * c]).matmul(kernel).reshape([n, w, f]); // [N, W, F]
+
+    // weight [F, C, K] → [F, K, C] → [F, K·C], columns in the windows' order
+    // (offset, channel). Filters first, so that the max over each word's
+    // characters runs along the last, contiguous dimension.
+    let kernel = cnn.weight.val().permute([0, 2, 1]).reshape([f, k * c]);
+    let mut conv = kernel.matmul(windows.reshape([n * w, k * c]).transpose()); // [F, N·W]
     if let Some(bias) = &cnn.bias {
-        conv = conv + bias.val().reshape([1, 1, f]);
+        conv = conv + bias.val().reshape([f, 1]);
     }
-    // Max over real characters only: padding positions get −1e4 added.
-    let pooled = (conv + (real.clone() - 1.0) * 1.0e4).max_dim(1); // [N, 1, F]
-                                                                   // Words with no characters (padding tokens) get zeros, not −1e4.
-    let any = real.max_dim(1); // [N, 1, 1]
-    (pooled * any).reshape([b, l, f])
+
+    // Max over real characters only (padding positions get −1e4 added), and
+    // zeros for words with no characters at all (padding tokens).
+    let real = real.reshape([1, n * w]);
+    let pooled = (conv + (real.clone() - 1.0) * 1.0e4).reshape([f, n, w]).max_dim(2).reshape([f, n]);
+    let any = real.reshape([1, n, w]).max_dim(2).reshape([1, n]);
+    (pooled * any).transpose().reshape([b, l, f]) // [B, L, F]
 }
 
 #[cfg(test)]
