@@ -237,7 +237,8 @@ pub mod host {
         const LN2_LO: f32 = -2.121_944_4e-4;
         // Adding and subtracting 1.5·2^23 rounds to the nearest integer.
         const ROUND: f32 = 12_582_912.0;
-        let x = x.max(-87.0).min(88.0);
+        // `clamp` keeps a NaN (max/min would turn it into a bound and hide a diverged model).
+        let x = x.clamp(-87.0, 88.0);
         let shifted = x * LOG2E + ROUND;
         let n = shifted - ROUND;
         // The integer n sits in the low mantissa bits of `shifted` (no
@@ -468,6 +469,7 @@ mod tests {
         assert!(host::exp(-1e4) > 0.0 && host::exp(-1e4) <= host::exp(-87.0));
         assert!(host::exp(1e4).is_finite() && host::exp(1e4) >= host::exp(88.0));
         assert_eq!(host::exp(0.0), 1.0);
+        assert!(host::exp(f32::NAN).is_nan(), "a NaN must propagate");
     }
 
     fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {
