@@ -259,12 +259,14 @@ impl<B: Backend> MultiHeadAttention<B> {
                 let u = rel.u.val().reshape([1, h, 1, dh]);
                 let v = rel.v.val().reshape([1, h, 1, dh]);
                 let content = (q.clone() + u).matmul(kt); // [B, H, bq, bk]
-                                                          // Distances i − j in this block run from q0 − (k0 + bk − 1)
-                                                          // to q0 + bq − 1 − k0: bq + bk − 1 of them.
+
+                // Distances i − j in this block run from q0 − (k0 + bk − 1)
+                // to q0 + bq − 1 − k0: bq + bk − 1 of them.
                 let dmin = q0 as i64 - (k0 + bk - 1) as i64;
                 let r = relative_sinusoids::<B>(dmin, bq + bk - 1, dh, &q.device()); // [bq+bk−1, Dh]
                 let qr = (q + v).matmul(r.transpose().unsqueeze_dims::<4>(&[0, 1])); // [B, H, bq, bq+bk−1]
-                                                                                     // Row i, column j takes distance (q0+i) − (k0+j), at offset i − j + bk − 1.
+
+                // Row i, column j takes distance (q0+i) − (k0+j), at offset i − j + bk − 1.
                 let idx: Vec<i64> = (0..bq).flat_map(|i| (0..bk).map(move |j| (i + bk - 1 - j) as i64)).collect();
                 let idx = Tensor::<B, 2, Int>::from_data(TensorData::new(idx, [bq, bk]), &qr.device())
                     .unsqueeze_dims::<4>(&[0, 1])
@@ -369,7 +371,8 @@ impl<B: Backend> MultiHeadAttention<B> {
             }
         };
         let blocks = |x: Tensor<B, 4>| pad4(x).reshape([b, h, nb, w, dh]); // [B, H, nb, w, Dh]
-                                                                           // Each block next to its neighbours: [B, H, nb, 3w, Dh].
+
+        // Each block next to its neighbours: [B, H, nb, 3w, Dh].
         let around = |x: Tensor<B, 5>| {
             let zero = Tensor::<B, 5>::zeros([b, h, 1, w, dh], &device);
             let prev = Tensor::cat(vec![zero.clone(), x.clone().slice([0..b, 0..h, 0..nb - 1])], 2);
@@ -386,8 +389,9 @@ impl<B: Backend> MultiHeadAttention<B> {
                 let u = rel.u.val().reshape([1, h, 1, 1, dh]);
                 let vb = rel.v.val().reshape([1, h, 1, 1, dh]);
                 let content = (qb.clone() + u).matmul(k3t); // [B, H, nb, w, 3w]
-                                                            // Query r of a block and key c of its 3w neighbours are
-                                                            // r + w − c apart: from −(2w−1) to 2w−1.
+
+                // Query r of a block and key c of its 3w neighbours are
+                // r + w − c apart: from −(2w−1) to 2w−1.
                 let r = relative_sinusoids::<B>(-(2 * w as i64 - 1), 4 * w - 1, dh, &device); // [4w−1, Dh]
                 let qr = (qb + vb).matmul(r.transpose().unsqueeze_dims::<5>(&[0, 1, 2])); // [B, H, nb, w, 4w−1]
                 let idx: Vec<i64> = (0..w).flat_map(|r| (0..3 * w).map(move |c| (r + 3 * w - 1 - c) as i64)).collect();
