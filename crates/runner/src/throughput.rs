@@ -204,6 +204,8 @@ impl Job for Bench {
         let tokens = real_tokens(timed);
         let padded: usize = timed.iter().map(|b| b.batch * b.len).sum();
         let model = build_model::<B>(&cfg, &prep.vocabs, prep.pretrained.clone(), &device);
+        // Warm-up time is reported too: on CUDA it is where kernels compile.
+        let mut warmup_seconds = 0.0;
         let seconds = match workload {
             Workload::Train => {
                 let mut opt = Opt::<B>::new(&cfg);
@@ -217,10 +219,12 @@ impl Job for Bench {
                     model = Some(opt.step(cfg.train.lr, m, grads));
                     Ok(())
                 };
+                let warming = Instant::now();
                 for b in &batches[..warmup] {
                     step(b)?;
                 }
                 B::sync(&device).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+                warmup_seconds = warming.elapsed().as_secs_f64();
                 let started = Instant::now();
                 for b in timed {
                     step(b)?;
@@ -234,9 +238,11 @@ impl Job for Bench {
                     let input = TaggerInput::<B::InnerBackend>::from_padded(batch, &device);
                     model.decode(&input).iter().map(Vec::len).sum()
                 };
+                let warming = Instant::now();
                 for b in &batches[..warmup] {
                     step(b);
                 }
+                warmup_seconds = warming.elapsed().as_secs_f64();
                 let started = Instant::now();
                 let decoded: usize = timed.iter().map(step).sum();
                 let seconds = started.elapsed().as_secs_f64();
@@ -256,6 +262,8 @@ impl Job for Bench {
             "padded_tokens": padded,
             "seconds": seconds,
             "tokens_per_second": tokens as f64 / seconds.max(1e-12),
+            "warmup_steps": warmup,
+            "warmup_seconds": warmup_seconds,
             "threads": rayon::current_num_threads(),
             "device": device_name,
             "data": args.data.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "generated".into()),
@@ -264,7 +272,7 @@ impl Job for Bench {
             println!("{line}");
         } else {
             println!(
-                "{} {} ({}): {} steps of {} sentences, {} tokens ({:.0}% padding) in {:.2} s: {:.0} tokens/s on {device_name}, {} threads",
+                "{} {} ({}): {} steps of {} sentences, {} tokens ({:.0}% padding) in {:.2} s: {:.0} tokens/s on {device_name}, {} threads (after {} warm-up steps in {:.2} s)",
                 line["workload"].as_str().unwrap_or_default(),
                 line["encoder"].as_str().unwrap_or_default(),
                 line["decoder"].as_str().unwrap_or_default(),
@@ -274,7 +282,9 @@ impl Job for Bench {
                 100.0 * (padded - tokens) as f64 / padded.max(1) as f64,
                 seconds,
                 line["tokens_per_second"].as_f64().unwrap_or_default(),
-                line["threads"]
+                line["threads"],
+                warmup,
+                warmup_seconds
             );
         }
         Ok(())

@@ -50,6 +50,9 @@ fn bench_reports_tokens_per_second_of_the_batches_it_dumps() {
         assert!(tokens > 0.0 && tokens <= padded && seconds > 0.0, "{v}");
         assert!((v["tokens_per_second"].as_f64().unwrap() - tokens / seconds).abs() < 1e-6 * tokens / seconds);
         assert_eq!(v["data"], "generated");
+        // The untimed warm-up steps are reported on their own (on CUDA, where kernels compile).
+        assert_eq!(v["warmup_steps"], 1, "{v}");
+        assert!(v["warmup_seconds"].as_f64().is_some_and(|s| s > 0.0), "{v}");
     }
     // The dump holds the warm-up and timed batches the measurement ran.
     let dir = tempfile::tempdir().unwrap();
