@@ -61,19 +61,29 @@ fn child(args: &[String]) -> Result<Value, String> {
 /// Runs `step` once, then `iters` more times for the median wall time (with
 /// `iters` = 0, the second run's time); returns it with the peak resident
 /// set over all runs above the one before them, and the process's peak.
-fn measure(iters: usize, mut step: impl FnMut()) -> Result<(f64, u64, u64)> {
+/// Each run ends with a device sync, so that asynchronous devices (CUDA)
+/// time the work, not its launch.
+fn measure<B: Backend>(device: &B::Device, iters: usize, mut step: impl FnMut()) -> Result<(f64, u64, u64)> {
     if memory::rss().is_none() || !memory::reset_peak() {
         bail!("cannot read or reset this process's peak memory (needs Linux /proc/self/status and clear_refs)");
     }
+    let mut synced = Ok(());
+    let mut run = || {
+        step();
+        if synced.is_ok() {
+            synced = B::sync(device);
+        }
+    };
     let before = memory::rss().map_or(0, |r| r.0);
-    step();
+    run();
     let seconds = if iters == 0 {
         let t = Instant::now();
-        step();
+        run();
         t.elapsed().as_secs_f64()
     } else {
-        median_seconds(iters, &mut step)
+        median_seconds(iters, &mut run)
     };
+    synced.map_err(|e| anyhow::anyhow!("device sync failed: {e:?}"))?;
     // The high-water mark over every run: the first allocates, later ones reuse.
     let peak = memory::rss().map_or(0, |r| r.1);
     Ok((seconds, peak.saturating_sub(before), peak))
@@ -224,21 +234,16 @@ impl Job for AttentionChild {
         let x = Tensor::<B, 3>::random([a.batch, len, a.d_model], Distribution::Normal(0.0, 1.0), &device);
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; a.batch * len], [a.batch, len]), &device);
         let (seconds, peak, process_peak) = if a.train {
-            let mut synced = Ok(());
-            let measured = measure(a.iters, || {
+            measure::<B>(&device, a.iters, || {
                 let x = x.clone().require_grad();
                 let out = mha.forward(x.clone(), x, mask.clone(), plan, false).context;
                 let grads = out.sum().backward();
                 drop(grads);
-                // Asynchronous devices (CUDA) time the work, not its launch.
-                synced = synced.clone().and(B::sync(&device).map_err(|e| format!("{e:?}")));
-            })?;
-            synced.map_err(|e| anyhow::anyhow!("device sync failed: {e}"))?;
-            measured
+            })?
         } else {
             let m = mha.valid();
             let (x, mask) = (x.clone().inner(), mask.clone().inner());
-            measure(a.iters, || {
+            measure::<B>(&device, a.iters, || {
                 let out = m.forward(x.clone(), x.clone(), mask.clone(), plan, false).context;
                 let _: f32 = out.sum().into_scalar().elem();
             })?
@@ -413,15 +418,12 @@ impl Job for MemoryChild {
         // Two steps: the optimizer's state is created in the first and
         // updated in the second; the peak is the larger of the two.
         let mut m = Some(model.clone());
-        let mut synced = Ok(());
-        let (seconds, peak, process_peak) = measure(0, || {
+        let (seconds, peak, process_peak) = measure::<B>(&device, 0, || {
             let current = m.take().expect("model");
             let loss = current.loss(&input, gold.clone());
             let grads = GradientsParams::from_grads(loss.backward(), &current);
             m = Some(opt.step(cfg.train.lr, current, grads));
-            synced = synced.clone().and(B::sync(&device).map_err(|e| format!("{e:?}")));
         })?;
-        synced.map_err(|e| anyhow::anyhow!("device sync failed: {e}"))?;
         model = m.take().expect("model");
         drop(model);
         println!(

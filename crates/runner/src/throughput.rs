@@ -205,8 +205,7 @@ impl Job for Bench {
         let padded: usize = timed.iter().map(|b| b.batch * b.len).sum();
         let model = build_model::<B>(&cfg, &prep.vocabs, prep.pretrained.clone(), &device);
         // Warm-up time is reported too: on CUDA it is where kernels compile.
-        let mut warmup_seconds = 0.0;
-        let seconds = match workload {
+        let (warmup_seconds, seconds) = match workload {
             Workload::Train => {
                 let mut opt = Opt::<B>::new(&cfg);
                 let mut model = Some(model);
@@ -224,13 +223,13 @@ impl Job for Bench {
                     step(b)?;
                 }
                 B::sync(&device).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                warmup_seconds = warming.elapsed().as_secs_f64();
+                let warmup_seconds = warming.elapsed().as_secs_f64();
                 let started = Instant::now();
                 for b in timed {
                     step(b)?;
                 }
                 B::sync(&device).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-                started.elapsed().as_secs_f64()
+                (warmup_seconds, started.elapsed().as_secs_f64())
             }
             Workload::Predict => {
                 let model = model.valid();
@@ -242,14 +241,14 @@ impl Job for Bench {
                 for b in &batches[..warmup] {
                     step(b);
                 }
-                warmup_seconds = warming.elapsed().as_secs_f64();
+                let warmup_seconds = warming.elapsed().as_secs_f64();
                 let started = Instant::now();
                 let decoded: usize = timed.iter().map(step).sum();
                 let seconds = started.elapsed().as_secs_f64();
                 if decoded != tokens {
                     bail!("decoded {decoded} tags for {tokens} tokens");
                 }
-                seconds
+                (warmup_seconds, seconds)
             }
         };
         let line = json!({
