@@ -203,18 +203,14 @@ impl<B: Backend> Crf<B> {
     pub fn log_partition(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 1> {
         let [b, l, t] = emissions.dims();
         let device = emissions.device();
-        let scores = self.host_scores();
-        let (em, lengths) = host_batch(&emissions, &mask);
         let mut log_z = vec![0.0f32; b];
         let mut unary = vec![0.0f32; b * l * t]; // [B, L, T], 0 at padding
         let mut pairwise = vec![0.0f32; b * t * t]; // [B, T, T]
         let mut first = vec![0.0f32; b * t]; // [B, T]
         let mut last = vec![0.0f32; b * t]; // [B, T]
-        for (s, &n) in lengths.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            let p = host::forward_backward(&scores, &em[s * l * t..(s * l + n) * t]);
+        for (s, p) in self.posteriors(&emissions, &mask).into_iter().enumerate() {
+            let Some(p) = p else { continue };
+            let n = p.unary.len() / t;
             log_z[s] = p.log_z as f32;
             cast_into(&mut unary[s * l * t..(s * l + n) * t], &p.unary);
             cast_into(&mut pairwise[s * t * t..(s + 1) * t * t], &p.pairwise);
@@ -244,10 +240,15 @@ impl<B: Backend> Crf<B> {
     /// Viterbi: the best allowed path of each sentence, its real length long
     /// (on the host, [`host::viterbi`], after one copy of the emissions).
     pub fn decode(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<usize>> {
-        let [_, l, t] = emissions.dims();
         let scores = self.host_scores();
-        let (em, lengths) = host_batch(&emissions, &mask);
-        lengths.iter().enumerate().map(|(s, &n)| host::viterbi(&scores, &em[s * l * t..(s * l + n) * t])).collect()
+        HostBatch::new(&emissions, &mask).sentences().map(|em| host::viterbi(&scores, em)).collect()
+    }
+
+    /// Forward-backward of each sentence on the host (`None` for an empty one).
+    fn posteriors(&self, emissions: &Tensor<B, 3>, mask: &Tensor<B, 2, Bool>) -> Vec<Option<host::Posterior>> {
+        let scores = self.host_scores();
+        let batch = HostBatch::new(emissions, mask);
+        batch.sentences().map(|em| (!em.is_empty()).then(|| host::forward_backward(&scores, em))).collect()
     }
 
     /// Posterior marginals `P(y_t = j | x)`, `[B, L, T]`, zero at padding
@@ -255,13 +256,10 @@ impl<B: Backend> Crf<B> {
     /// constant: no gradient flows through it).
     pub fn marginals(&self, emissions: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let [b, l, t] = emissions.dims();
-        let scores = self.host_scores();
-        let (em, lengths) = host_batch(&emissions, &mask);
         let mut out = vec![0.0f32; b * l * t];
-        for (s, &n) in lengths.iter().enumerate() {
-            if n > 0 {
-                let p = host::forward_backward(&scores, &em[s * l * t..(s * l + n) * t]);
-                cast_into(&mut out[s * l * t..(s * l + n) * t], &p.unary);
+        for (s, p) in self.posteriors(&emissions, &mask).into_iter().enumerate() {
+            if let Some(p) = p {
+                cast_into(&mut out[s * l * t..s * l * t + p.unary.len()], &p.unary);
             }
         }
         Tensor::from_data(TensorData::new(out, [b, l, t]), &emissions.device())
@@ -273,12 +271,28 @@ fn floats<B: Backend, const D: usize>(x: Tensor<B, D>) -> Vec<f64> {
     x.into_data().convert::<f64>().into_vec::<f64>().expect("f64 after convert")
 }
 
-/// Emissions `[B, L, T]` as f64 on the host (one copy) and each sentence's
-/// length (its count of real tokens; the mask is left-aligned).
-fn host_batch<B: Backend>(emissions: &Tensor<B, 3>, mask: &Tensor<B, 2, Bool>) -> (Vec<f64>, Vec<usize>) {
-    let lengths = mask.clone().int().sum_dim(1).into_data().convert::<i64>();
-    let lengths = lengths.iter::<i64>().map(|n| n.max(0) as usize).collect();
-    (floats(emissions.clone()), lengths)
+/// A batch's emissions on the host, as f64 (one copy of `[B, L, T]`), with
+/// each sentence's length (its count of real tokens; the mask is left-aligned).
+struct HostBatch {
+    em: Vec<f64>,
+    lengths: Vec<usize>,
+    /// `L · T`: one sentence's stride in `em`.
+    stride: usize,
+    t: usize,
+}
+
+impl HostBatch {
+    fn new<B: Backend>(emissions: &Tensor<B, 3>, mask: &Tensor<B, 2, Bool>) -> Self {
+        let [_, l, t] = emissions.dims();
+        let lengths = mask.clone().int().sum_dim(1).into_data().convert::<i64>();
+        let lengths = lengths.iter::<i64>().map(|n| n.max(0) as usize).collect();
+        HostBatch { em: floats(emissions.clone()), lengths, stride: l * t, t }
+    }
+
+    /// Each sentence's emissions over its real tokens, `[n, T]`.
+    fn sentences(&self) -> impl Iterator<Item = &[f64]> {
+        self.lengths.iter().enumerate().map(|(s, &n)| &self.em[s * self.stride..s * self.stride + n * self.t])
+    }
 }
 
 fn cast_into(out: &mut [f32], v: &[f64]) {
