@@ -14,8 +14,6 @@ use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
-use burn::tensor::module::attention as fused_attention;
-use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{TensorData, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
@@ -27,10 +25,11 @@ const MASKED: f32 = -1.0e9;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionImpl {
-    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix. At
-    /// inference without weights or relative positions, Burn's fused
-    /// `attention` op runs instead (flash on CUDA, tiled on burn-flex above
-    /// 256K scores).
+    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix. Without
+    /// relative positions or asked-for weights it runs as one operation
+    /// ([`SeqBackend::dense_attention`]): host loops with a hand-written
+    /// backward on the CPU backends; Burn's fused `attention` op at
+    /// inference elsewhere (flash on CUDA).
     #[default]
     Dense,
     /// Exact attention over key blocks with an online softmax
@@ -52,9 +51,10 @@ pub struct AttentionPlan {
     pub block: usize,
     /// Half-width of the window (local).
     pub window: usize,
-    /// Dense at inference: run Burn's fused op (flash on CUDA, tiled on
-    /// burn-flex) instead of the plain formula. On by default; off only to
-    /// measure the plain formula (`seqlab bench attention --impl dense`).
+    /// Dense: run as one operation ([`SeqBackend::dense_attention`])
+    /// instead of the plain formula composed from tensor operations. On by
+    /// default; off only to measure the plain formula (`seqlab bench
+    /// attention --impl dense`).
     pub fused: bool,
 }
 
@@ -211,15 +211,17 @@ impl<B: Backend> MultiHeadAttention<B> {
     where
         B: SeqBackend,
     {
-        let q = self.split_heads(per_token(&self.query, query)); // [B, H, Lq, Dh]
-        let k = self.split_heads(per_token(&self.key, memory.clone())); // [B, H, Lk, Dh]
-        let v = self.split_heads(per_token(&self.value, memory)); // [B, H, Lk, Dh]
+        let q = per_token(&self.query, query); // [B, Lq, H·Dh]
+        let k = per_token(&self.key, memory.clone()); // [B, Lk, H·Dh]
+        let v = per_token(&self.value, memory); // [B, Lk, H·Dh]
+        if plan.imp == AttentionImpl::Dense && plan.fused && self.relative.is_none() && !want_weights {
+            let ctx = self.one_op(q, k, v, key_mask); // [B, Lq, H·Dh]
+            return AttentionOutput { context: per_token(&self.output, ctx), weights: None };
+        }
+        let (q, k, v) = (self.split_heads(q), self.split_heads(k), self.split_heads(v)); // [B, H, L, Dh]
         let band = (plan.imp == AttentionImpl::Local).then_some(plan.window);
         let (ctx, weights) = match plan.imp {
             _ if want_weights => self.dense(q, k, v, key_mask, band, true),
-            AttentionImpl::Dense if plan.fused && !B::ad_enabled(&q.device()) && self.relative.is_none() => {
-                (self.fused(q, k, v, key_mask), None)
-            }
             AttentionImpl::Dense => self.dense(q, k, v, key_mask, None, false),
             AttentionImpl::Chunked => (self.chunked(q, k, v, key_mask, plan.block), None),
             AttentionImpl::Local => (self.local(q, k, v, key_mask, plan.window), None),
@@ -304,20 +306,27 @@ impl<B: Backend> MultiHeadAttention<B> {
         (ctx, want_weights.then_some(weights))
     }
 
-    /// Burn's fused attention op (inference only: no dropout, no weights).
-    fn fused(&self, q: Tensor<B, 4>, k: Tensor<B, 4>, v: Tensor<B, 4>, key_mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
-        let [b, h, lq, _] = q.dims();
-        let lk = k.dims()[2];
-        // Burn's mask marks the positions to hide; skip it when nothing is padded.
-        let padded = key_mask.clone().bool_not();
-        let mask = padded
-            .clone()
-            .any()
-            .into_scalar()
-            .to_bool()
-            .then(|| padded.unsqueeze_dims::<4>(&[1, 2]).expand([b, h, lq, lk]));
-        let options = AttentionModuleOptions { scale: Some(self.scale() as f64), softcap: None, is_causal: false };
-        fused_attention(q, k, v, mask, None, options)
+    /// [`SeqBackend::dense_attention`]: the dense formula as one operation
+    /// on heads side by side (host loops on the CPU backends, Burn's fused
+    /// op at inference elsewhere), dropout on the weights in training.
+    fn one_op(&self, q: Tensor<B, 3>, k: Tensor<B, 3>, v: Tensor<B, 3>, key_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3>
+    where
+        B: SeqBackend,
+    {
+        let [b, lq, _] = q.dims();
+        let lk = k.dims()[1];
+        let device = q.device();
+        let keep = self.dropout.mask::<B, 4>([b, self.heads, lq, lk], &device); // [B, H, Lq, Lk]
+        let prim = |x: Tensor<B, 3>| x.into_primitive().tensor();
+        Tensor::from_primitive(TensorPrimitive::Float(B::dense_attention(
+            prim(q),
+            prim(k),
+            prim(v),
+            key_mask.float().into_primitive().tensor(),
+            keep.map(|m| m.into_primitive().tensor()),
+            self.heads,
+            self.scale(),
+        )))
     }
 
     /// [`SeqBackend::flash_attention`]: exact, blocked, O(L·block) memory.

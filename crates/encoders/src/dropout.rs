@@ -73,13 +73,20 @@ impl Dropout {
     }
 
     pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
-        if self.prob == 0.0 || !B::ad_enabled(&x.device()) {
-            return x;
+        match self.mask(x.dims(), &x.device()) {
+            Some(mask) => x * mask,
+            None => x,
         }
-        let shape = x.shape();
-        let mask = mask_values(shape.num_elements(), self.prob);
-        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
-        x * mask
+    }
+
+    /// The mask [`Dropout::forward`] would multiply a tensor of this shape
+    /// by (the same draws), or none where it is the identity.
+    pub fn mask<B: Backend, const D: usize>(&self, shape: [usize; D], device: &B::Device) -> Option<Tensor<B, D>> {
+        if self.prob == 0.0 || !B::ad_enabled(device) {
+            return None;
+        }
+        let n = shape.iter().product();
+        Some(Tensor::from_data(TensorData::new(mask_values(n, self.prob), shape), device))
     }
 }
 

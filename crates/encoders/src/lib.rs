@@ -7,9 +7,11 @@
 //! [`tagger`]. Token-wise linear layers go through [`linear::per_token`].
 
 pub mod attention;
+pub mod attention_op;
 pub mod bilstm;
 pub mod dropout;
 pub mod features;
+mod host;
 pub mod input;
 pub mod linear;
 pub mod lstm_scan;

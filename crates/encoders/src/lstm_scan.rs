@@ -27,7 +27,6 @@
 
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, tanh};
-use burn::tensor::TensorData;
 
 /// What the forward pass keeps for the backward pass.
 pub struct Saved<B: Backend> {
@@ -151,65 +150,7 @@ pub fn composed_backward<B: Backend>(
 /// The same passes as host loops over `f32` buffers, for the CPU backends.
 pub mod host {
     use super::*;
-
-    fn to_vec<B: Backend, const D: usize>(x: Tensor<B, D>) -> Vec<f32> {
-        x.into_data().convert::<f32>().into_vec::<f32>().expect("f32 data")
-    }
-
-    fn tensor<B: Backend, const D: usize>(v: Vec<f32>, shape: [usize; D], device: &B::Device) -> Tensor<B, D> {
-        Tensor::from_data(TensorData::new(v, shape), device)
-    }
-
-    /// `dst[m, n] (+)= a[m, k] · b[k, n]`, all row-major with the given row strides.
-    #[allow(clippy::too_many_arguments)]
-    fn matmul(
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: &mut [f32],
-        ld_dst: usize,
-        accumulate: bool,
-        a: &[f32],
-        ld_a: usize,
-        a_transposed: bool,
-        b: &[f32],
-        ld_b: usize,
-        b_transposed: bool,
-    ) {
-        if m == 0 || n == 0 {
-            return;
-        }
-        assert!(dst.len() >= (m - 1) * ld_dst + n);
-        let (a_rs, a_cs) = if a_transposed { (1, ld_a as isize) } else { (ld_a as isize, 1) };
-        let (b_rs, b_cs) = if b_transposed { (1, ld_b as isize) } else { (ld_b as isize, 1) };
-        assert!(a.len() >= if a_transposed { (k - 1) * ld_a + m } else { (m - 1) * ld_a + k });
-        assert!(b.len() >= if b_transposed { (n - 1) * ld_b + k } else { (k - 1) * ld_b + n });
-        // SAFETY: the asserts above keep every index gemm reads or writes
-        // inside the slices; dst does not alias a or b (distinct borrows).
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                dst.as_mut_ptr(),
-                1,
-                ld_dst as isize,
-                accumulate,
-                a.as_ptr(),
-                a_cs,
-                a_rs,
-                b.as_ptr(),
-                b_cs,
-                b_rs,
-                if accumulate { 1.0 } else { 0.0 },
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-    }
+    use crate::host::{exp, matmul, tensor, to_vec};
 
     #[inline(always)]
     fn sigmoid(x: f32) -> f32 {
@@ -222,37 +163,6 @@ pub mod host {
     #[inline(always)]
     fn tanh(x: f32) -> f32 {
         1.0 - 2.0 / (exp(2.0 * x) + 1.0)
-    }
-
-    /// `e^x` without a libm call or a branch, so that the gate loops
-    /// vectorise (libm's `expf` was a tenth of inference time, one call per
-    /// gate value): `x = n·ln 2 + r` with `|r| ≤ ln 2 / 2`, `e^r` by Cephes'
-    /// degree-6 polynomial, `2^n` written into the exponent bits. `x` is
-    /// clamped to [−87, 88] (`e^x` stays a normal f32); relative error
-    /// below 3e-7 inside.
-    #[inline(always)]
-    pub(super) fn exp(x: f32) -> f32 {
-        const LOG2E: f32 = std::f32::consts::LOG2_E;
-        const LN2_HI: f32 = 0.693_359_4;
-        const LN2_LO: f32 = -2.121_944_4e-4;
-        // Adding and subtracting 1.5·2^23 rounds to the nearest integer.
-        const ROUND: f32 = 12_582_912.0;
-        // `clamp` keeps a NaN (max/min would turn it into a bound and hide a diverged model).
-        let x = x.clamp(-87.0, 88.0);
-        let shifted = x * LOG2E + ROUND;
-        let n = shifted - ROUND;
-        // The integer n sits in the low mantissa bits of `shifted` (no
-        // float-to-int conversion, whose NaN handling stops vectorisation).
-        let n_int = shifted.to_bits().wrapping_sub(ROUND.to_bits());
-        let r = x - n * LN2_HI - n * LN2_LO;
-        let mut p = 1.987_569_1e-4f32;
-        p = p * r + 1.398_199_9e-3;
-        p = p * r + 8.333_452e-3;
-        p = p * r + 4.166_579_6e-2;
-        p = p * r + 1.666_666_5e-1;
-        p = p * r + 5.000_000_1e-1;
-        let er = p * r * r + r + 1.0;
-        er * f32::from_bits(n_int.wrapping_add(127) << 23)
     }
 
     /// One direction's forward pass. `xw [B, L, 4H]`, `w [H, 4H]`, `mask [B, L]`;
@@ -441,7 +351,7 @@ pub fn lstm_scan<B: crate::ops::SeqBackend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, m
 mod tests {
     use super::*;
     use burn::backend::{Autodiff, Flex, NdArray};
-    use burn::tensor::Distribution;
+    use burn::tensor::{Distribution, TensorData};
 
     /// Inputs with padding: sentence lengths 5, 2, 4 (and 0 for a fully padded row when asked).
     fn inputs<B: Backend>(
@@ -454,22 +364,6 @@ mod tests {
         let w = Tensor::random([2, hd, 4 * hd], Distribution::Normal(0.0, 0.5), device);
         let m: Vec<f32> = lengths.iter().flat_map(|&n| (0..l).map(move |t| if t < n { 1.0 } else { 0.0 })).collect();
         (xw, w, Tensor::from_data(TensorData::new(m, [b, l]), device))
-    }
-
-    #[test]
-    fn fast_exp_is_exact_to_single_precision() {
-        let mut worst = 0.0f64;
-        for k in 0..=175_000 {
-            let x = (-87.0 + k as f64 * 0.001) as f32;
-            let want = f64::from(x).exp();
-            worst = worst.max((f64::from(host::exp(x)) - want).abs() / want);
-        }
-        assert!(worst < 3e-7, "worst relative error {worst}");
-        // Clamped outside [-87, 88]: finite, positive, monotone.
-        assert!(host::exp(-1e4) > 0.0 && host::exp(-1e4) <= host::exp(-87.0));
-        assert!(host::exp(1e4).is_finite() && host::exp(1e4) >= host::exp(88.0));
-        assert_eq!(host::exp(0.0), 1.0);
-        assert!(host::exp(f32::NAN).is_nan(), "a NaN must propagate");
     }
 
     fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {

@@ -21,7 +21,13 @@
 //! hand-written backward pass ([`crate::lstm_scan`]); its forward and
 //! backward passes are trait methods too, composed by default and host
 //! loops on the CPU backends.
+//!
+//! [`SeqBackend::dense_attention`] is dense multi-head attention on
+//! heads-side-by-side tensors with a hand-written backward pass
+//! ([`crate::attention_op`]): composed by default (Burn's fused op at
+//! inference), host loops on the CPU backends.
 
+use crate::attention_op;
 use crate::lstm_scan;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -75,10 +81,61 @@ pub trait SeqBackend: Backend {
     ) -> (Tensor<Self, 4>, Tensor<Self, 3>) {
         lstm_scan::composed_backward(w, mask, saved, grad)
     }
+
+    /// Dense multi-head attention (see [`crate::attention_op`]): `q [B, Lq,
+    /// H·Dh]`, `k`/`v [B, Lk, H·Dh]`, `key_mask [B, Lk]` (1 at real keys),
+    /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none) →
+    /// the context `[B, Lq, H·Dh]`.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        key_mask: FloatTensor<Self>,
+        keep: Option<FloatTensor<Self>>,
+        heads: usize,
+        scale: f32,
+    ) -> FloatTensor<Self> {
+        let (q, k, v, key_mask) = (t(q), t(k), t(v), t(key_mask));
+        p(match keep {
+            None => attention_op::inference(q, k, v, key_mask, heads, scale),
+            Some(keep) => Self::dense_attention_forward(q, k, v, key_mask, Some(t(keep)), heads, scale).0,
+        })
+    }
+
+    /// The attention's forward pass and the weights `[B, H, Lq, Lk]` its
+    /// backward pass needs.
+    fn dense_attention_forward(
+        q: Tensor<Self, 3>,
+        k: Tensor<Self, 3>,
+        v: Tensor<Self, 3>,
+        key_mask: Tensor<Self, 2>,
+        keep: Option<Tensor<Self, 4>>,
+        heads: usize,
+        scale: f32,
+    ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
+        attention_op::composed_forward(q, k, v, key_mask, keep, heads, scale)
+    }
+
+    /// The attention's backward pass: gradients of `q`, `k`, `v`.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_attention_backward(
+        q: Tensor<Self, 3>,
+        k: Tensor<Self, 3>,
+        v: Tensor<Self, 3>,
+        keep: Option<Tensor<Self, 4>>,
+        weights: Tensor<Self, 4>,
+        grad: Tensor<Self, 3>,
+        heads: usize,
+        scale: f32,
+    ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
+        attention_op::composed_backward(q, k, v, keep, weights, grad, heads, scale)
+    }
 }
 
-/// The CPU backends run the recurrence as host loops (one GEMM per step).
-macro_rules! host_lstm {
+/// The CPU backends run the recurrence (one GEMM per step) and the
+/// attention (heads addressed by stride) as host loops.
+macro_rules! host_ops {
     ($backend:ty) => {
         impl SeqBackend for $backend {
             fn lstm_forward(xw: Tensor<Self, 4>, w: Tensor<Self, 3>, mask: Tensor<Self, 2>) -> lstm_scan::Saved<Self> {
@@ -93,11 +150,50 @@ macro_rules! host_lstm {
             ) -> (Tensor<Self, 4>, Tensor<Self, 3>) {
                 lstm_scan::host::backward(w, mask, saved, grad)
             }
+
+            fn dense_attention(
+                q: FloatTensor<Self>,
+                k: FloatTensor<Self>,
+                v: FloatTensor<Self>,
+                key_mask: FloatTensor<Self>,
+                keep: Option<FloatTensor<Self>>,
+                heads: usize,
+                scale: f32,
+            ) -> FloatTensor<Self> {
+                let keep = keep.map(t::<Self, 4>);
+                p(attention_op::host::forward(t(q), t(k), t(v), t(key_mask), keep, heads, scale, false).0)
+            }
+
+            fn dense_attention_forward(
+                q: Tensor<Self, 3>,
+                k: Tensor<Self, 3>,
+                v: Tensor<Self, 3>,
+                key_mask: Tensor<Self, 2>,
+                keep: Option<Tensor<Self, 4>>,
+                heads: usize,
+                scale: f32,
+            ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
+                let (ctx, weights) = attention_op::host::forward(q, k, v, key_mask, keep, heads, scale, true);
+                (ctx, weights.expect("saved weights"))
+            }
+
+            fn dense_attention_backward(
+                q: Tensor<Self, 3>,
+                k: Tensor<Self, 3>,
+                v: Tensor<Self, 3>,
+                keep: Option<Tensor<Self, 4>>,
+                weights: Tensor<Self, 4>,
+                grad: Tensor<Self, 3>,
+                heads: usize,
+                scale: f32,
+            ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
+                attention_op::host::backward(q, k, v, keep, weights, grad, heads, scale)
+            }
         }
     };
 }
-host_lstm!(burn::backend::Flex);
-host_lstm!(burn::backend::NdArray);
+host_ops!(burn::backend::Flex);
+host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
 
@@ -295,6 +391,65 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
                 prep.finish((w.primitive, mask, h.clone(), p(saved.act), p(saved.c)), h)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::lstm_scan(xw.primitive, w.primitive, mask)),
+        }
+    }
+
+    fn dense_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        key_mask: FloatTensor<Self>,
+        keep: Option<FloatTensor<Self>>,
+        heads: usize,
+        scale: f32,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct AttentionBackward;
+
+        /// Saved for the backward pass: q, k, v, the dropout mask, the weights, heads, scale.
+        type State<B> =
+            (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, FloatTensor<B>, usize, f32);
+
+        impl<B: SeqBackend> Backward<B, 3> for AttentionBackward {
+            type State = State<B>;
+
+            fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [node_q, node_k, node_v] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (q, k, v, keep, weights, heads, scale) = ops.state;
+                let (dq, dk, dv) =
+                    B::dense_attention_backward(t(q), t(k), t(v), keep.map(t), t(weights), t(grad), heads, scale);
+                for (node, g) in [(node_q, dq), (node_k, dk), (node_v, dv)] {
+                    if let Some(node) = node {
+                        grads.register::<B>(node.id, p(g));
+                    }
+                }
+            }
+        }
+
+        // The mask and the dropout mask are constants: no gradient flows to them.
+        let (key_mask, keep) = (key_mask.primitive, keep.map(|k| k.primitive));
+        match AttentionBackward
+            .prepare::<C>([q.node.clone(), k.node.clone(), v.node.clone()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let (out, weights) = B::dense_attention_forward(
+                    t(q.primitive.clone()),
+                    t(k.primitive.clone()),
+                    t(v.primitive.clone()),
+                    t(key_mask),
+                    keep.clone().map(t),
+                    heads,
+                    scale,
+                );
+                let out = p(out);
+                prep.finish((q.primitive, k.primitive, v.primitive, keep, p(weights), heads, scale), out)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::dense_attention(q.primitive, k.primitive, v.primitive, key_mask, keep, heads, scale))
+            }
         }
     }
 }
