@@ -215,6 +215,71 @@ pub fn pad(data: &[Encoded], ids: &[usize]) -> PaddedBatch {
     }
 }
 
+impl PaddedBatch {
+    /// The batch cut into `parts` batches of consecutive sentences (sizes
+    /// differing by at most one; fewer parts when there are fewer
+    /// sentences), each trimmed to its own longest sentence and word: what
+    /// [`pad`] gives for those sentences, with this batch's token ids (word
+    /// dropout included).
+    pub fn split(&self, parts: usize) -> Vec<PaddedBatch> {
+        let parts = parts.clamp(1, self.batch.max(1));
+        let (base, extra) = (self.batch / parts, self.batch % parts);
+        let mut start = 0;
+        (0..parts)
+            .map(|k| {
+                let end = start + base + usize::from(k < extra);
+                let part = self.rows(start..end);
+                start = end;
+                part
+            })
+            .collect()
+    }
+
+    /// Sentences `rows` of the batch, trimmed to their longest sentence and word.
+    fn rows(&self, rows: std::ops::Range<usize>) -> PaddedBatch {
+        let (old_len, old_wl) = (self.len, self.word_len);
+        let lengths = self.lengths[rows.clone()].to_vec();
+        let len = lengths.iter().copied().max().unwrap_or(0).max(1);
+        // A word's characters are contiguous from position 0; padding is PAD_ID.
+        let chars_of = |at: usize| {
+            let word = &self.chars[at * old_wl..(at + 1) * old_wl];
+            word.iter().rposition(|&c| c != PAD_ID as i64).map_or(0, |p| p + 1)
+        };
+        let word_len = rows
+            .clone()
+            .flat_map(|b| (0..self.lengths[b]).map(move |t| b * old_len + t))
+            .map(chars_of)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let take =
+            |x: &[i64]| -> Vec<i64> { rows.clone().flat_map(|b| x[b * old_len..b * old_len + len].to_vec()).collect() };
+        let chars = rows
+            .clone()
+            .flat_map(|b| (0..len).map(move |t| b * old_len + t))
+            .flat_map(|at| self.chars[at * old_wl..at * old_wl + word_len].to_vec())
+            .collect();
+        PaddedBatch {
+            ids: self.ids[rows.clone()].to_vec(),
+            batch: rows.len(),
+            len,
+            word_len,
+            lengths,
+            words: take(&self.words),
+            caps: take(&self.caps),
+            chars,
+            tags: self.tags.as_deref().map(take),
+            mask: rows.clone().flat_map(|b| self.mask[b * old_len..b * old_len + len].to_vec()).collect(),
+            question: self.question.as_ref().map(|q| {
+                // A question batch's ids number its rows (see `pad_questions`).
+                let mut q = q.rows(rows.clone());
+                q.ids = (0..q.batch).collect();
+                Box::new(q)
+            }),
+        }
+    }
+}
+
 /// The questions of the sentences `ids`, padded into their own batch.
 fn pad_questions(data: &[Encoded], ids: &[usize]) -> Option<Box<PaddedBatch>> {
     if ids.iter().all(|&i| data[i].question.is_none()) {
@@ -238,6 +303,47 @@ mod tests {
         assert_eq!(caps_class("EU"), 3);
         assert_eq!(caps_class("John"), 4);
         assert_eq!(caps_class("McDonald"), 5);
+    }
+
+    /// Splitting a padded batch gives what padding each part directly
+    /// gives: trimmed lengths, word lengths, tags and questions included.
+    #[test]
+    fn split_parts_equal_padding_the_parts() {
+        let word = |n: usize| (1..=n as u32).collect::<Vec<u32>>();
+        let sentence = |len: usize, long_word: usize, question: bool| Encoded {
+            words: (0..len as u32).map(|w| w + 2).collect(),
+            chars: (0..len).map(|t| word(if t == 0 { long_word } else { 2 })).collect(),
+            caps: vec![1; len],
+            tags: Some((0..len as u32).map(|t| t % 3).collect()),
+            question: question.then(|| {
+                Box::new(Encoded {
+                    words: vec![5; len + 1],
+                    chars: vec![word(3); len + 1],
+                    caps: vec![2; len + 1],
+                    tags: None,
+                    question: None,
+                })
+            }),
+        };
+        for question in [false, true] {
+            let data: Vec<Encoded> =
+                [(3, 2), (7, 9), (1, 1), (4, 4), (2, 6)].iter().map(|&(l, w)| sentence(l, w, question)).collect();
+            let ids = [4, 0, 2, 1, 3];
+            let whole = pad(&data, &ids);
+            for parts in 1..=6 {
+                let split = whole.split(parts);
+                assert_eq!(split.len(), parts.min(ids.len()));
+                let mut start = 0;
+                for part in &split {
+                    let direct = pad(&data, &ids[start..start + part.batch]);
+                    assert_eq!(part, &direct, "{parts} parts, from {start}");
+                    start += part.batch;
+                }
+                assert_eq!(start, ids.len());
+                let sizes: Vec<usize> = split.iter().map(|p| p.batch).collect();
+                assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+            }
+        }
     }
 
     #[test]

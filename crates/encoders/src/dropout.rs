@@ -33,6 +33,19 @@ pub fn seed_all<B: Backend>(device: &B::Device, seed: u64) {
     self::seed(seed);
 }
 
+/// Runs `f` with this thread's dropout masks drawn from `seed`, then puts
+/// the generator back as it was. Parts of a batch that run concurrently
+/// each draw from their own seed this way; and when rayon runs one part on
+/// a thread that is waiting inside another part's forward pass (work
+/// stealing), the waiting part's masks come out as they would have.
+pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
+    let saved = STATE.with(Cell::get);
+    self::seed(seed);
+    let out = f();
+    STATE.with(|s| s.set(saved));
+    out
+}
+
 fn splitmix(state: &Cell<u64>) -> u64 {
     let z = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
     state.set(z);
@@ -124,6 +137,13 @@ mod tests {
         seed(3);
         assert_eq!(a, mask_values(1001, 0.5));
         assert_ne!(a, mask_values(1001, 0.5));
+        // A scoped seed draws the same masks and leaves the outer stream as it was.
+        seed(3);
+        let first = mask_values(10, 0.5);
+        let inner = with_seed(3, || mask_values(1001, 0.5));
+        assert_eq!(inner, a);
+        assert_eq!(first, a[..10], "the same first draws");
+        assert_eq!(mask_values(991, 0.5), a[10..], "the outer stream goes on where it was");
         let device = Default::default();
         let x = Tensor::<NdArray, 2>::ones([4, 5], &device);
         let d = Dropout::new(0.5);

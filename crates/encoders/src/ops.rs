@@ -82,6 +82,18 @@ pub trait SeqBackend: Backend {
         lstm_scan::composed_backward(w, mask, saved, grad)
     }
 
+    /// How many parts a training batch of `sentences` is cut into, their
+    /// forward and backward passes running concurrently (the runner's
+    /// `loss_and_grads`). One by default (a GPU runs a whole batch at
+    /// once); the CPU backends cut parts of at least 16 sentences, because
+    /// most of a batch's operations are too small to keep several cores
+    /// busy alone. The count depends on the batch only, not on the number
+    /// of threads, so a seed gives the same run on any machine.
+    fn train_shards(sentences: usize) -> usize {
+        let _ = sentences;
+        1
+    }
+
     /// Dense multi-head attention (see [`crate::attention_op`]): `q [B, Lq,
     /// H·Dh]`, `k`/`v [B, Lk, H·Dh]`, `key_mask [B, Lk]` (1 at real keys),
     /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none) →
@@ -134,10 +146,15 @@ pub trait SeqBackend: Backend {
 }
 
 /// The CPU backends run the recurrence (one GEMM per step) and the
-/// attention (heads addressed by stride) as host loops.
+/// attention (heads addressed by stride) as host loops, and train on parts
+/// of a batch concurrently.
 macro_rules! host_ops {
     ($backend:ty) => {
         impl SeqBackend for $backend {
+            fn train_shards(sentences: usize) -> usize {
+                (sentences / 16).max(1)
+            }
+
             fn lstm_forward(xw: Tensor<Self, 4>, w: Tensor<Self, 3>, mask: Tensor<Self, 2>) -> lstm_scan::Saved<Self> {
                 lstm_scan::host::forward(xw, w, mask)
             }
@@ -297,6 +314,10 @@ pub fn flash_backward<B: Backend>(
 }
 
 impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
+    fn train_shards(sentences: usize) -> usize {
+        B::train_shards(sentences)
+    }
+
     fn flash_attention(
         q: FloatTensor<Self>,
         k: FloatTensor<Self>,

@@ -14,6 +14,7 @@ use corpus::window::{owners, windows};
 use corpus::{Sentence, Tag, Vocabs};
 use encoders::ops::SeqBackend;
 use encoders::{Tagger, TaggerInput};
+use rayon::prelude::*;
 
 /// Padded tokens per inference batch.
 pub const EVAL_BATCH: BatchSize = BatchSize::Tokens(4096);
@@ -69,12 +70,21 @@ pub fn tag_all<B: SeqBackend>(
         data.iter().zip(&plans).flat_map(|(e, ws)| ws.iter().map(|r| e.slice(r.clone()))).collect();
     let mut piece_emissions: Vec<Vec<f32>> = vec![Vec::new(); pieces.len()];
     let lengths: Vec<usize> = pieces.iter().map(Encoded::len).collect();
-    for ids in plan_batches(&lengths, EVAL_BATCH, None) {
-        let batch = pad(&pieces, &ids);
-        let input = TaggerInput::<B>::from_padded(&batch, device);
-        let e: Vec<f32> = model.forward(&input, false).emissions.into_data().iter::<f32>().collect();
+    // Batches run concurrently, one per thread of the pool (each batch's
+    // operations still use idle threads): on a CPU most of a batch's
+    // operations are too small to keep every core busy alone.
+    let emitted: Vec<(Vec<usize>, usize, Vec<f32>)> = plan_batches(&lengths, EVAL_BATCH, None)
+        .into_par_iter()
+        .map(|ids| {
+            let batch = pad(&pieces, &ids);
+            let input = TaggerInput::<B>::from_padded(&batch, device);
+            let e: Vec<f32> = model.forward(&input, false).emissions.into_data().iter::<f32>().collect();
+            (ids, batch.len, e)
+        })
+        .collect();
+    for (ids, len, e) in emitted {
         for (b, &i) in ids.iter().enumerate() {
-            let start = b * batch.len * t;
+            let start = b * len * t;
             piece_emissions[i] = e[start..start + lengths[i] * t].to_vec();
         }
     }
@@ -95,28 +105,39 @@ pub fn tag_all<B: SeqBackend>(
     let tag_set = vocabs.parsed_tags();
     let lengths: Vec<usize> = data.iter().map(Encoded::len).collect();
     let mut out: Vec<Option<Tagged>> = vec![None; data.len()];
-    for ids in plan_batches(&lengths, EVAL_BATCH, None) {
-        let l = ids.iter().map(|&i| lengths[i]).max().unwrap_or(1).max(1);
-        let mut e = vec![0f32; ids.len() * l * t];
-        let mut m = vec![false; ids.len() * l];
-        for (b, &i) in ids.iter().enumerate() {
-            e[b * l * t..b * l * t + lengths[i] * t].copy_from_slice(&stitched[i]);
-            m[b * l..b * l + lengths[i]].iter_mut().for_each(|x| *x = true);
-        }
-        let e = Tensor::<B, 3>::from_data(TensorData::new(e, [ids.len(), l, t]), device);
-        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(m, [ids.len(), l]), device);
-        let paths = model.decode_emissions(e.clone(), mask.clone());
-        let probs: Option<Vec<f32>> =
-            with_confidence.then(|| model.probabilities(e, mask).into_data().iter::<f32>().collect());
-        for (b, (&i, path)) in ids.iter().zip(paths).enumerate() {
-            let confidence =
-                probs.as_ref().map(|p| path.iter().enumerate().map(|(pos, &y)| p[(b * l + pos) * t + y]).collect());
-            let marginals = probs.as_ref().map(|p| p[b * l * t..(b * l + lengths[i]) * t].to_vec());
-            // Back to the data's scheme, through spans.
-            let tagger_tags: Vec<Tag> = path.iter().map(|&y| tag_set[y].clone()).collect();
-            let tags = corpus::tags::convert(&tagger_tags, vocabs.scheme, vocabs.data_scheme);
-            out[i] = Some(Tagged { tags, confidence, marginals });
-        }
+    let decoded: Vec<Vec<(usize, Tagged)>> = plan_batches(&lengths, EVAL_BATCH, None)
+        .into_par_iter()
+        .map(|ids| {
+            let l = ids.iter().map(|&i| lengths[i]).max().unwrap_or(1).max(1);
+            let mut e = vec![0f32; ids.len() * l * t];
+            let mut m = vec![false; ids.len() * l];
+            for (b, &i) in ids.iter().enumerate() {
+                e[b * l * t..b * l * t + lengths[i] * t].copy_from_slice(&stitched[i]);
+                m[b * l..b * l + lengths[i]].iter_mut().for_each(|x| *x = true);
+            }
+            let e = Tensor::<B, 3>::from_data(TensorData::new(e, [ids.len(), l, t]), device);
+            let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(m, [ids.len(), l]), device);
+            let paths = model.decode_emissions(e.clone(), mask.clone());
+            let probs: Option<Vec<f32>> =
+                with_confidence.then(|| model.probabilities(e, mask).into_data().iter::<f32>().collect());
+            ids.iter()
+                .zip(paths)
+                .enumerate()
+                .map(|(b, (&i, path))| {
+                    let confidence = probs
+                        .as_ref()
+                        .map(|p| path.iter().enumerate().map(|(pos, &y)| p[(b * l + pos) * t + y]).collect());
+                    let marginals = probs.as_ref().map(|p| p[b * l * t..(b * l + lengths[i]) * t].to_vec());
+                    // Back to the data's scheme, through spans.
+                    let tagger_tags: Vec<Tag> = path.iter().map(|&y| tag_set[y].clone()).collect();
+                    let tags = corpus::tags::convert(&tagger_tags, vocabs.scheme, vocabs.data_scheme);
+                    (i, Tagged { tags, confidence, marginals })
+                })
+                .collect()
+        })
+        .collect();
+    for (i, tagged) in decoded.into_iter().flatten() {
+        out[i] = Some(tagged);
     }
     TaggedSplit {
         tagged: out.into_iter().map(|t| t.expect("every sentence is in a batch")).collect(),

@@ -2,7 +2,8 @@
 //!
 //! Train: forward, backward and optimizer step, as the training loop runs
 //! them. Predict: inference on the inner (non-autodiff) backend, CRF
-//! decoding included. Both run on length-bucketed batches of the training
+//! decoding included, the batches running concurrently across the thread
+//! pool as `seqlab predict`/`evaluate` run them. Both run on length-bucketed batches of the training
 //! split of `--data`, or of generated sentences with CoNLL-2003-like
 //! lengths (mean 14, max 124 tokens). `--dump` writes those batches for the
 //! PyTorch reference (`benchmarks/pytorch`), so both run the same work.
@@ -10,19 +11,18 @@
 use crate::cli::BenchRunArgs;
 use crate::config::{self, RunConfig};
 use crate::prep::{self, Prepared};
-use crate::train::{build_model, encoder_name, Opt};
+use crate::train::{build_model, encoder_name, loss_and_grads, Opt};
 use crate::{dispatch, Job};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
-use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::{pad, plan_batches, BatchSize, PaddedBatch};
 use corpus::{Columns, Dataset, Prefix, Scheme, Sentence, Split, SplitName, Tag};
-use encoders::input::tags_tensor;
 use encoders::ops::SeqBackend;
 use encoders::TaggerInput;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -211,10 +211,10 @@ impl Job for Bench {
                 let mut model = Some(model);
                 let mut step = |batch: &PaddedBatch| -> Result<()> {
                     let m = model.take().context("model")?;
-                    let input = TaggerInput::<B>::from_padded(batch, &device);
-                    let gold = tags_tensor::<B>(batch, &device).context("training batches carry tags")?;
-                    let loss = m.loss(&input, gold);
-                    let grads = GradientsParams::from_grads(loss.backward(), &m);
+                    if batch.tags.is_none() {
+                        bail!("training batches carry tags");
+                    }
+                    let (_, grads) = loss_and_grads(&m, batch, cfg.seed, &device);
                     model = Some(opt.step(cfg.train.lr, m, grads));
                     Ok(())
                 };
@@ -242,8 +242,10 @@ impl Job for Bench {
                     step(b);
                 }
                 let warmup_seconds = warming.elapsed().as_secs_f64();
+                // Batches run concurrently, as `evaluate::tag_all` (predict,
+                // evaluate) runs them.
                 let started = Instant::now();
-                let decoded: usize = timed.iter().map(step).sum();
+                let decoded: usize = timed.par_iter().map(step).sum();
                 let seconds = started.elapsed().as_secs_f64();
                 if decoded != tokens {
                     bail!("decoded {decoded} tags for {tokens} tokens");

@@ -13,10 +13,12 @@ use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{Adam, AdamConfig, AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
+use burn::optim::{
+    Adam, AdamConfig, AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer, Sgd, SgdConfig,
+};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use corpus::batch::{pad, plan_batches};
+use corpus::batch::{pad, plan_batches, PaddedBatch};
 use corpus::vocab::UNK_ID;
 use corpus::{SplitName, Vocabs};
 use encoders::input::tags_tensor;
@@ -175,11 +177,7 @@ where
                     }
                 }
             }
-            let input = TaggerInput::<B>::from_padded(&batch, device);
-            let gold = tags_tensor::<B>(&batch, device).expect("training batches carry tags");
-            let loss = model.loss(&input, gold);
-            let value: f64 = loss.clone().into_scalar().elem();
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            let (value, grads) = loss_and_grads(&model, &batch, batch_seed, device);
             let bad = if !value.is_finite() {
                 Some(format!("the loss is {value}"))
             } else if !gradients_finite(&model, &grads) {
@@ -510,6 +508,94 @@ impl Interrupt {
 
 /// Whether every gradient is finite: Σ 0·g is 0 exactly unless some
 /// element is NaN or ±∞ (one reduction per parameter, one read back).
+/// The mean loss of a training batch and its gradients. The batch is cut
+/// into [`SeqBackend::train_shards`] parts (one on a GPU; parts of 16
+/// sentences or more on the CPU backends) whose forward and backward passes
+/// run concurrently on threads of their own, each on a fork of the model (its own autodiff graph,
+/// the same parameters); part `k` draws its dropout masks from `seed + k`.
+/// Each part's mean loss is weighted by its share of the sentences, so the
+/// loss and the summed gradients are those of the whole batch.
+pub(crate) fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
+    model: &Tagger<B>,
+    batch: &PaddedBatch,
+    seed: u64,
+    device: &B::Device,
+) -> (f64, GradientsParams) {
+    loss_and_grads_in(model, batch, B::train_shards(batch.batch), seed, device)
+}
+
+/// [`loss_and_grads`] with `shards` parts.
+fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
+    model: &Tagger<B>,
+    batch: &PaddedBatch,
+    shards: usize,
+    seed: u64,
+    device: &B::Device,
+) -> (f64, GradientsParams) {
+    let part_loss = |k: usize, part: &PaddedBatch, model: &Tagger<B>| {
+        encoders::dropout::with_seed(seed.wrapping_add(k as u64), || {
+            let input = TaggerInput::<B>::from_padded(part, device);
+            let gold = tags_tensor::<B>(part, device).expect("training batches carry tags");
+            let loss = model.loss(&input, gold).mul_scalar(part.batch as f64 / batch.batch.max(1) as f64);
+            let value: f64 = loss.clone().into_scalar().elem();
+            (value, GradientsParams::from_grads(loss.backward(), model))
+        })
+    };
+    if shards <= 1 {
+        return part_loss(0, batch, model);
+    }
+    // A clone of a lazily initialised parameter initialises on its own (other
+    // values): initialise the model's before the parts copy them.
+    initialise(model);
+    // Each part on a thread of its own, outside rayon's pool: Burn's
+    // autodiff holds a graph's lock for its whole backward pass (and takes
+    // every graph's lock to clean up after one), while the operations inside
+    // use the pool. Autodiff code on a pool thread could wait for a lock held
+    // by a backward pass that waits for that very thread.
+    let parts = batch.split(shards);
+    let parts: Vec<(f64, GradientsParams)> = std::thread::scope(|scope| {
+        let running: Vec<_> = parts
+            .iter()
+            .enumerate()
+            .map(|(k, part)| scope.spawn(move || part_loss(k, part, &model.clone().fork(device))))
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    // Summed in part order: the same result whichever part finished first.
+    let mut sum = GradientsAccumulator::new();
+    let mut value = 0.0;
+    for (v, grads) in parts {
+        value += v;
+        sum.accumulate(model, grads);
+    }
+    (value, sum.grads())
+}
+
+/// Initialises every lazily initialised parameter of `model` (Burn creates
+/// parameters lazily; each clone of an uninitialised one would draw its own
+/// values).
+fn initialise<B: Backend, M: Module<B>>(model: &M) {
+    struct Touch;
+    impl<B: Backend> ModuleVisitor<B> for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+        fn visit_int<const D: usize>(&mut self, param: &Param<Tensor<B, D, Int>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+        fn visit_bool<const D: usize>(&mut self, param: &Param<Tensor<B, D, Bool>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+    }
+    model.visit(&mut Touch);
+}
+
 fn gradients_finite<B: AutodiffBackend>(model: &Tagger<B>, grads: &GradientsParams) -> bool {
     struct Collect<'a, B: AutodiffBackend> {
         grads: &'a GradientsParams,
@@ -568,4 +654,102 @@ fn progress(quiet: bool, len: usize, epoch: usize, epochs: usize) -> ProgressBar
     );
     bar.set_prefix(format!("{epoch}/{epochs}"));
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+    use corpus::toy::{generate, Lang};
+    use corpus::vocab::Normalize;
+    use corpus::Scheme;
+    use encoders::EncoderKind;
+
+    type A = Autodiff<Flex>;
+
+    /// Every parameter's gradient, in module order.
+    fn flat(model: &Tagger<A>, grads: &GradientsParams) -> Vec<Vec<f32>> {
+        struct Collect<'a> {
+            grads: &'a GradientsParams,
+            out: Vec<Vec<f32>>,
+        }
+        impl ModuleVisitor<A> for Collect<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<A, D>>) {
+                let g = self.grads.get::<Flex, D>(param.id).expect("every parameter has a gradient");
+                self.out.push(g.into_data().to_vec().unwrap());
+            }
+        }
+        let mut c = Collect { grads, out: Vec::new() };
+        model.visit(&mut c);
+        c.out
+    }
+
+    /// A batch of 40 generated sentences and a model of `kind` for them.
+    fn setup(kind: EncoderKind, dropout: f64) -> (Tagger<A>, PaddedBatch) {
+        let data = generate(Lang::En, 40, 5);
+        let labels: Vec<String> = data
+            .iter()
+            .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
+        let vocabs =
+            Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+        let encoded: Vec<_> =
+            data.iter().map(|(t, sp)| vocabs.encode(t, Some(&Scheme::Bioes.encode(t.len(), sp)), 20)).collect();
+        let mut cfg = RunConfig::default();
+        cfg.model.encoder.kind = kind;
+        cfg.model.encoder.attention.d_model = 16;
+        cfg.model.encoder.attention.ffn = 32;
+        cfg.model.encoder.attention.dropout = dropout;
+        cfg.model.encoder.attention.attention_dropout = dropout;
+        cfg.model.encoder.bilstm.hidden = 8;
+        cfg.model.encoder.bilstm.dropout = dropout;
+        cfg.model.features.dropout = dropout;
+        let device = Default::default();
+        A::seed(&device, 11);
+        let model = build_model::<A>(&cfg, &vocabs, None, &device);
+        (model, pad(&encoded, &(0..encoded.len()).collect::<Vec<_>>()))
+    }
+
+    /// Without dropout, a batch cut into parts gives the whole batch's loss
+    /// and gradients; with dropout, the same seed gives the same result
+    /// however the parts were scheduled.
+    #[test]
+    fn parts_of_a_batch_give_the_whole_batchs_loss_and_gradients() {
+        let device = Default::default();
+        for kind in [EncoderKind::Attention, EncoderKind::Bilstm] {
+            // Parts first, on a fresh model (Burn initialises parameters
+            // lazily): the parts must share its parameters, not initialise
+            // copies of their own.
+            let (model, batch) = setup(kind, 0.0);
+            let first = loss_and_grads_in(&model, &batch, 2, 3, &device);
+            let (whole, g_whole) = loss_and_grads_in(&model, &batch, 1, 3, &device);
+            let g_whole = flat(&model, &g_whole);
+            for (shards, (value, grads)) in [(2, first), (3, loss_and_grads_in(&model, &batch, 3, 3, &device))] {
+                assert!(
+                    (value - whole).abs() < 1e-4 * whole.abs(),
+                    "{kind:?}, {shards} parts: loss {value} vs {whole}"
+                );
+                for (i, (a, b)) in flat(&model, &grads).iter().zip(&g_whole).enumerate() {
+                    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+                    let scale = b.iter().map(|x| x.abs()).fold(1e-3f32, f32::max);
+                    assert!(worst <= 1e-3 * scale, "{kind:?}, {shards} parts, parameter {i}: off by {worst}");
+                }
+            }
+            // With dropout, from fresh models too.
+            let runs: Vec<(f64, Vec<Vec<f32>>)> = (0..3)
+                .map(|_| {
+                    let (model, batch) = setup(kind, 0.3);
+                    let (v, g) = loss_and_grads_in(&model, &batch, 3, 7, &device);
+                    (v, flat(&model, &g))
+                })
+                .collect();
+            let (model, batch) = setup(kind, 0.3);
+            assert!(runs.iter().all(|r| *r == runs[0]), "{kind:?}: the same seed must give the same gradients");
+            let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device);
+            assert_ne!(other, runs[0].0, "{kind:?}: another seed draws other dropout masks");
+        }
+    }
 }
