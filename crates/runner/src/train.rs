@@ -511,7 +511,7 @@ impl Interrupt {
 /// The mean loss of a training batch and its gradients. The batch is cut
 /// into [`SeqBackend::train_shards`] parts (one on a GPU; parts of 16
 /// sentences or more on the CPU backends) whose forward and backward passes
-/// run concurrently on threads of their own, each on a fork of the model (its own autodiff graph,
+/// run concurrently, each on a fork of the model and in a thread pool of its own (its own autodiff graph,
 /// the same parameters); part `k` draws its dropout masks from `seed + k`.
 /// Each part's mean loss is weighted by its share of the sentences, so the
 /// loss and the summed gradients are those of the whole batch.
@@ -547,21 +547,41 @@ fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
     // A clone of a lazily initialised parameter initialises on its own (other
     // values): initialise the model's before the parts copy them.
     initialise(model);
-    // Each part on a thread of its own, outside rayon's pool: Burn's
-    // autodiff holds a graph's lock for its whole backward pass (and takes
-    // every graph's lock to clean up after one), while the operations inside
-    // use the pool. Autodiff code on a pool thread could wait for a lock held
-    // by a backward pass that waits for that very thread.
+    // Each part runs in a rayon pool of its own (the threads shared out
+    // among the parts): Burn's autodiff holds a graph's lock for its whole
+    // backward pass (and takes every graph's lock to clean up after one),
+    // while the operations inside use the pool. In one shared pool a thread
+    // waiting inside one part's backward pass could pick up another part
+    // and wait for a lock it holds itself; in a pool of its own, a part's
+    // threads only ever run that part.
     let parts = batch.split(shards);
+    let threads = rayon::current_num_threads() / parts.len();
+    if threads == 0 {
+        // Fewer threads than parts: one after another, to the same result.
+        let parts: Vec<(f64, GradientsParams)> =
+            parts.iter().enumerate().map(|(k, part)| part_loss(k, part, model)).collect();
+        return sum_parts(model, parts);
+    }
+    let pools: Vec<rayon::ThreadPool> = (0..parts.len())
+        .map(|_| rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool"))
+        .collect();
     let parts: Vec<(f64, GradientsParams)> = std::thread::scope(|scope| {
         let running: Vec<_> = parts
             .iter()
+            .zip(&pools)
             .enumerate()
-            .map(|(k, part)| scope.spawn(move || part_loss(k, part, &model.clone().fork(device))))
+            .map(|(k, (part, pool))| {
+                scope.spawn(move || pool.install(|| part_loss(k, part, &model.clone().fork(device))))
+            })
             .collect();
         running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
-    // Summed in part order: the same result whichever part finished first.
+    sum_parts(model, parts)
+}
+
+/// The parts' losses and gradients added up, in part order (the same result
+/// whichever part finished first).
+fn sum_parts<B: AutodiffBackend>(model: &Tagger<B>, parts: Vec<(f64, GradientsParams)>) -> (f64, GradientsParams) {
     let mut sum = GradientsAccumulator::new();
     let mut value = 0.0;
     for (v, grads) in parts {
