@@ -358,20 +358,13 @@ pub mod host {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::close;
     use crate::ops::SeqBackend;
     use burn::backend::{Autodiff, Flex, NdArray};
     use burn::tensor::{Distribution, TensorData, TensorPrimitive};
 
     const HEADS: usize = 3;
     const DH: usize = 4;
-
-    fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {
-        let (a, b) = (a.into_data(), b.into_data());
-        assert_eq!(a.shape, b.shape, "{what}");
-        let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
-        let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-        assert!(worst < 1e-4, "{what}: largest difference {worst}");
-    }
 
     /// `q [B, Lq, H·Dh]`, `k`, `v [B, Lk, H·Dh]` and the key mask of these
     /// key lengths (0: a sentence without a real key).

@@ -95,6 +95,17 @@ pub(crate) fn exp(x: f32) -> f32 {
     er * f32::from_bits(n_int.wrapping_add(127) << 23)
 }
 
+/// Asserts two tensors have the same shape and values within 1e-4 (tests
+/// of the host operations against their composed versions).
+#[cfg(test)]
+pub(crate) fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {
+    let (a, b) = (a.into_data(), b.into_data());
+    assert_eq!(a.shape, b.shape, "{what}");
+    let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "{what}: largest difference {worst}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -350,6 +350,7 @@ pub fn lstm_scan<B: crate::ops::SeqBackend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, m
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::close;
     use burn::backend::{Autodiff, Flex, NdArray};
     use burn::tensor::{Distribution, TensorData};
 
@@ -364,14 +365,6 @@ mod tests {
         let w = Tensor::random([2, hd, 4 * hd], Distribution::Normal(0.0, 0.5), device);
         let m: Vec<f32> = lengths.iter().flat_map(|&n| (0..l).map(move |t| if t < n { 1.0 } else { 0.0 })).collect();
         (xw, w, Tensor::from_data(TensorData::new(m, [b, l]), device))
-    }
-
-    fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {
-        let (a, b) = (a.into_data(), b.into_data());
-        assert_eq!(a.shape, b.shape, "{what}");
-        let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
-        let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-        assert!(worst < 1e-4, "{what}: largest difference {worst}");
     }
 
     /// The textbook cell, one sentence, one direction, written out by hand.

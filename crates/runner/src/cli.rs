@@ -399,7 +399,8 @@ pub struct BenchRunArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchAttentionArgs {
-    /// Implementations: dense, chunked, local (and fused: Burn's fused op, inference only).
+    /// Implementations: dense (composed from tensor operations), chunked,
+    /// local, and fused (dense as one operation: `SeqBackend::dense_attention`).
     #[arg(long = "impl", value_delimiter = ',', default_value = "dense,chunked,local")]
     pub imps: Vec<String>,
     #[arg(long, value_delimiter = ',', default_value = "512,1024,2048,4096,8192")]
