@@ -3,9 +3,10 @@
 //! Train: forward, backward and optimizer step, as the training loop runs
 //! them. Predict: inference on the inner (non-autodiff) backend, CRF
 //! decoding included, the batches running concurrently across the thread
-//! pool as `seqlab predict`/`evaluate` run them. Both run on length-bucketed batches of the training
-//! split of `--data`, or of generated sentences with CoNLL-2003-like
-//! lengths (mean 14, max 124 tokens). `--dump` writes those batches for the
+//! pool as `seqlab predict`/`evaluate` run them. Both run on
+//! length-bucketed batches of the training split of `--data`, or of
+//! generated sentences with CoNLL-2003-like lengths (mean 14, max 124
+//! tokens). `--dump` writes those batches for the
 //! PyTorch reference (`benchmarks/pytorch`), so both run the same work.
 
 use crate::cli::BenchRunArgs;

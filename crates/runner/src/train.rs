@@ -511,8 +511,9 @@ impl Interrupt {
 /// The mean loss of a training batch and its gradients. The batch is cut
 /// into [`SeqBackend::train_shards`] parts (one on a GPU; parts of 16
 /// sentences or more on the CPU backends) whose forward and backward passes
-/// run concurrently, each on a fork of the model and in a thread pool of its own (its own autodiff graph,
-/// the same parameters); part `k` draws its dropout masks from `seed + k`.
+/// run concurrently, each on a fork of the model (its own autodiff graph,
+/// the same parameters) in a thread pool of its own; part `k` draws its
+/// dropout masks from `seed + k`.
 /// Each part's mean loss is weighted by its share of the sentences, so the
 /// loss and the summed gradients are those of the whole batch.
 pub(crate) fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
