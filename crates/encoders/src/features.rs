@@ -9,6 +9,7 @@ use burn::module::Param;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, PaddingConfig1d};
 use burn::prelude::*;
+use burn::tensor::module::embedding;
 use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
 
@@ -146,26 +147,33 @@ pub fn question_match<B: Backend>(input: &TaggerInput<B>) -> Tensor<B, 2, Int> {
 fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<B, 3, Int>) -> Tensor<B, 3> {
     let [b, l, w] = chars.dims();
     let n = b * l;
-    // [N, W] with N = B·L, and 1 at real characters: [N, W, 1].
-    let flat = chars.reshape([n, w]);
-    let real = flat.clone().greater_elem(0).float().unsqueeze_dim::<3>(2);
-    let e = emb.forward(flat) * real.clone(); // [N, W, C]
+    let [f, c, k] = cnn.weight.dims();
+    let (before, after) = ((k - 1) / 2, k - 1 - (k - 1) / 2);
+    let flat = chars.reshape([n, w]); // [N, W] with N = B·L, 0 at padding
+    let device = flat.device();
+    let real = flat.clone().greater_elem(0).float(); // [N, W]
 
     // The convolution as one product (im2col): each position's window of K
     // characters side by side, [N·W, K·C], against the kernel as [F, K·C].
     // Same as `cnn.forward` on [N, C, W] ('same' padding, stride 1), without
-    // its transposes and copies into a 3-d convolution.
-    let [f, c, k] = cnn.weight.dims();
-    let (before, after) = ((k - 1) / 2, k - 1 - (k - 1) / 2);
-    let device = e.device();
-    let padded = Tensor::cat(vec![Tensor::zeros([n, before, c], &device), e, Tensor::zeros([n, after, c], &device)], 1);
-    let windows = Tensor::cat((0..k).map(|o| padded.clone().slice([0..n, o..o + w, 0..c])).collect(), 2);
+    // its transposes and copies into a 3-d convolution. The windows are
+    // gathered straight from the embedding table by their character ids
+    // (id 0 beyond the word's edges, as at padding), from a table whose
+    // row 0 is zeroed: padding characters are zero vectors, and no
+    // [N, W, C] embedding is padded, sliced and copied K times.
+    let pad = |len: usize| Tensor::<B, 2, Int>::zeros([n, len], &device);
+    let ids = Tensor::cat(vec![pad(before), flat, pad(after)], 1); // [N, W+K−1]
+    let windows = Tensor::stack::<3>((0..k).map(|o| ids.clone().slice([0..n, o..o + w])).collect(), 2); // [N, W, K]
+    let vocab = emb.weight.dims()[0];
+    let not_padding = Tensor::<B, 1>::ones([vocab], &device).slice_assign([0..1], Tensor::zeros([1], &device));
+    let table = emb.weight.val() * not_padding.reshape([vocab, 1]); // [V, C], row 0 zero
+    let windows = embedding(table, windows.reshape([n, w * k])).reshape([n * w, k * c]); // [N·W, K·C]
 
     // weight [F, C, K] → [F, K, C] → [F, K·C], columns in the windows' order
     // (offset, channel). Filters first, so that the max over each word's
     // characters runs along the last, contiguous dimension.
     let kernel = cnn.weight.val().permute([0, 2, 1]).reshape([f, k * c]);
-    let mut conv = kernel.matmul(windows.reshape([n * w, k * c]).transpose()); // [F, N·W]
+    let mut conv = kernel.matmul(windows.transpose()); // [F, N·W]
     if let Some(bias) = &cnn.bias {
         conv = conv + bias.val().reshape([f, 1]);
     }

@@ -196,6 +196,16 @@ impl<B: Backend> Block<B> {
     }
 }
 
+/// `h [B, L, D] + positions [L, D]` for every sentence, added as one row
+/// of `L·D` shared by the `B` rows of `h` viewed as `[B, L·D]`: the
+/// broadcast that burn-flex runs as a vectorised row add (broadcast over
+/// the first of three dimensions it walks element by element, a twentieth
+/// of attention inference).
+fn add_positions<B: Backend>(h: Tensor<B, 3>, positions: Tensor<B, 2>) -> Tensor<B, 3> {
+    let [b, l, d] = h.dims();
+    (h.reshape([b, l * d]) + positions.reshape([1, l * d])).reshape([b, l, d])
+}
+
 #[derive(Module, Debug)]
 pub struct AttentionEncoder<B: Backend> {
     pub input: Linear<B>,
@@ -246,10 +256,10 @@ impl<B: Backend> AttentionEncoder<B> {
         let [b, l, d] = h.dims();
         let device = h.device();
         if self.sinusoidal {
-            h = h + absolute_sinusoids::<B>(l, d, &device).unsqueeze_dim::<3>(0);
+            h = add_positions(h, absolute_sinusoids::<B>(l, d, &device));
         }
         if let Some(p) = &self.learned {
-            h = h + p.forward(l, &device).unsqueeze_dim::<3>(0);
+            h = add_positions(h, p.forward(l, &device));
         }
         let mut h = self.dropout.forward(h);
         let mut weights = Vec::new();
@@ -260,5 +270,28 @@ impl<B: Backend> AttentionEncoder<B> {
         }
         let keep = mask.float().unsqueeze_dim::<3>(2).expand([b, l, d]);
         (self.norm.forward(h) * keep, weights)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+    use burn::tensor::Distribution;
+
+    type B = Autodiff<Flex>;
+
+    #[test]
+    fn positions_are_added_to_every_sentence_with_their_gradients() {
+        let device = Default::default();
+        let h = Tensor::<B, 3>::random([3, 4, 5], Distribution::Normal(0.0, 1.0), &device).require_grad();
+        let p = Tensor::<B, 2>::random([4, 5], Distribution::Normal(0.0, 1.0), &device).require_grad();
+        let ours = add_positions(h.clone(), p.clone());
+        let plain = h.clone() + p.clone().unsqueeze_dim::<3>(0);
+        ours.clone().into_data().assert_approx_eq::<f32>(&plain.clone().into_data(), Default::default());
+        let w = Tensor::<B, 3>::random([3, 4, 5], Distribution::Normal(0.0, 1.0), &device);
+        let (g1, g2) = ((ours * w.clone()).sum().backward(), (plain * w).sum().backward());
+        h.grad(&g1).unwrap().into_data().assert_approx_eq::<f32>(&h.grad(&g2).unwrap().into_data(), Default::default());
+        p.grad(&g1).unwrap().into_data().assert_approx_eq::<f32>(&p.grad(&g2).unwrap().into_data(), Default::default());
     }
 }
