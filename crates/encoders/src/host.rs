@@ -29,6 +29,27 @@ pub(crate) fn matmul(
     ld_b: usize,
     b_transposed: bool,
 ) {
+    gemm_with(m, n, k, dst, ld_dst, accumulate, a, ld_a, a_transposed, b, ld_b, b_transposed, gemm::Parallelism::None)
+}
+
+/// [`matmul`] with gemm's own threading (`Parallelism::Rayon(0)`: the
+/// current rayon pool) or none.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_with(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    ld_dst: usize,
+    accumulate: bool,
+    a: &[f32],
+    ld_a: usize,
+    a_transposed: bool,
+    b: &[f32],
+    ld_b: usize,
+    b_transposed: bool,
+    parallelism: gemm::Parallelism,
+) {
     if m == 0 || n == 0 {
         return;
     }
@@ -59,7 +80,7 @@ pub(crate) fn matmul(
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         );
     }
 }

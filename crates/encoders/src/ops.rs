@@ -35,7 +35,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, ModuleOps};
 use burn::tensor::TensorPrimitive;
 
 /// A score far below any real one, for padded keys (finite: no `inf − inf`).
@@ -80,6 +80,17 @@ pub trait SeqBackend: Backend {
         grad: Tensor<Self, 4>,
     ) -> (Tensor<Self, 4>, Tensor<Self, 3>) {
         lstm_scan::composed_backward(w, mask, saved, grad)
+    }
+
+    /// A linear layer: `x [..., K] · weight [K, O] + bias [O]`. Burn's
+    /// `linear` by default; burn-flex runs it as one GEMM into rows that
+    /// start as the bias ([`crate::linear::flex`]).
+    fn fused_linear(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::linear(x, weight, bias)
     }
 
     /// How many parts a training batch of `sentences` is cut into, their
@@ -149,8 +160,18 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty) => {
+    ($backend:ty $(, linear = $linear:path)?) => {
         impl SeqBackend for $backend {
+            $(
+                fn fused_linear(
+                    x: FloatTensor<Self>,
+                    weight: FloatTensor<Self>,
+                    bias: Option<FloatTensor<Self>>,
+                ) -> FloatTensor<Self> {
+                    $linear(x, weight, bias)
+                }
+            )?
+
             fn train_shards(sentences: usize) -> usize {
                 (sentences / 16).max(1)
             }
@@ -209,7 +230,7 @@ macro_rules! host_ops {
         }
     };
 }
-host_ops!(burn::backend::Flex);
+host_ops!(burn::backend::Flex, linear = crate::linear::flex::linear);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}

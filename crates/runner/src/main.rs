@@ -35,6 +35,29 @@ use encoders::ops::SeqBackend;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    /// mimalloc's runtime options (`mimalloc.h`); the symbol is in the
+    /// mimalloc library that the allocator above links.
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Keeps freed memory for reuse instead of handing it back to the kernel
+/// after mimalloc's default 10 ms: a tensor allocated after a purge comes
+/// back as fresh pages that the kernel faults in and zeroes, a tenth of
+/// attention inference's time (perf: `clear_page_erms`, the page faults of
+/// one `bench predict` fell from ~12,000 to ~470). The process then holds
+/// its peak until it exits, which is what a training or tagging run does
+/// anyway. `seqlab bench attention|memory` keep the default, so that their
+/// per-cell peaks (measured from the resident set before each cell) stay
+/// comparable; `MIMALLOC_PURGE_DELAY` in the environment wins.
+fn keep_freed_memory() {
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one integer option; mimalloc reads options with atomics.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
+    }
+}
+
 /// Work that runs on whichever backend the user picked.
 pub trait Job {
     fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
@@ -83,6 +106,9 @@ fn flush_subnormals() {
 fn main() {
     flush_subnormals();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Bench { command: BenchCommand::Attention(_) | BenchCommand::Memory(_) }) {
+        keep_freed_memory();
+    }
     let result = set_threads(cli.threads).and_then(|()| match cli.command {
         Command::Train(args) => commands::train(args),
         Command::Eval(args) => commands::eval(args),
