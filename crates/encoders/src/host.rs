@@ -116,15 +116,21 @@ pub(crate) fn exp(x: f32) -> f32 {
     er * f32::from_bits(n_int.wrapping_add(127) << 23)
 }
 
-/// Asserts two tensors have the same shape and values within 1e-4 (tests
-/// of the host operations against their composed versions).
+/// Asserts two tensors have the same shape and values within
+/// `1e-3·(1 + |b|)` (tests of the host operations against their composed
+/// versions). GEMM kernels sum in a different order on different CPUs
+/// (AVX-512 vs AVX2), and the attention gradient `dq = Σ p·(dp − D)·k`
+/// cancels: on an AMD machine the NdArray check differed by 1.9e-4 (1e-4
+/// failed there, already at 113b26a), on the Intel ones by less than 1e-4.
+/// The mistakes these tests catch (a lost dropout scale, a wrong mask) are
+/// off by 10 % or more.
 #[cfg(test)]
 pub(crate) fn close<B: Backend, const D: usize>(a: Tensor<B, D>, b: Tensor<B, D>, what: &str) {
     let (a, b) = (a.into_data(), b.into_data());
     assert_eq!(a.shape, b.shape, "{what}");
     let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
-    let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-    assert!(worst < 1e-4, "{what}: largest difference {worst}");
+    let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs() / (1.0 + y.abs())).fold(0.0f32, f32::max);
+    assert!(worst < 1e-3, "{what}: largest difference {worst} (relative to 1 + |value|)");
 }
 
 #[cfg(test)]

@@ -21,10 +21,14 @@ fn values<Bk: Backend, const D: usize>(t: Tensor<Bk, D>) -> Vec<f32> {
     t.into_data().iter::<f32>().collect()
 }
 
+/// Within `tol·(1 + |b|)`: GEMM kernels sum in a different order on
+/// different CPUs (parameter gradients of chunked and local attention
+/// differed from the dense ones by up to 2.2e-4 on an AMD machine, below
+/// 1e-4 on Intel ones; hence 1e-3 for gradients).
 fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
-    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
-    assert!(worst <= tol, "{what}: max difference {worst} > {tol}");
+    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs() / (1.0 + y.abs())).fold(0f32, f32::max);
+    assert!(worst <= tol, "{what}: max difference {worst} > {tol} (relative to 1 + |value|)");
 }
 
 fn mha<Bk: Backend>(relative: bool, scaled: bool, dev: &Bk::Device) -> MultiHeadAttention<Bk> {
@@ -130,7 +134,7 @@ fn chunked_and_local_gradients_equal_the_dense_ones() {
         let fast = grads(&m, x.clone(), mk.clone(), p, false);
         let dense = grads(&m, x, mk, p, true);
         for (i, (a, b)) in fast.iter().zip(&dense).enumerate() {
-            assert_close(a, b, 1e-4, &format!("{imp:?} relative {relative}: parameter {i}"));
+            assert_close(a, b, 1e-3, &format!("{imp:?} relative {relative}: parameter {i}"));
         }
     }
 }
