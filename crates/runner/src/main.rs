@@ -43,9 +43,9 @@ extern "C" {
 
 /// Keeps freed memory for reuse instead of handing it back to the kernel
 /// after mimalloc's default 10 ms: a tensor allocated after a purge comes
-/// back as fresh pages that the kernel faults in and zeroes, a tenth of
-/// attention inference's time (perf: `clear_page_erms`, the page faults of
-/// one `bench predict` fell from ~12,000 to ~470). The process then holds
+/// back as fresh pages that the kernel faults in and zeroes (perf:
+/// `clear_page_erms`, a few percent of attention inference; the page faults
+/// of one `bench predict` fell from ~12,000 to ~470). The process then holds
 /// its peak until it exits, which is what a training or tagging run does
 /// anyway. `seqlab bench attention|memory` keep the default, so that their
 /// per-cell peaks (measured from the resident set before each cell) stay
