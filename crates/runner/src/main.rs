@@ -89,8 +89,9 @@ pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
 /// leaves this cache off unless a `cubecl.toml` turns it on; here it goes
 /// where CubeCL keeps its autotune results (`target/` of the nearest Cargo
 /// project above the working directory, else the user's cache directory).
-/// A `cubecl.toml` that names a cache location wins, as do CubeCL's
-/// environment variables.
+/// The rest of CubeCL's configuration is read as CubeCL reads it (a
+/// `cubecl.toml` above the working directory, then its `CUBECL_*`
+/// environment variables); a cache location named there wins.
 #[cfg(feature = "cuda")]
 fn cache_compiled_kernels() {
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
