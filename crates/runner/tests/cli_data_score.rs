@@ -1,11 +1,10 @@
 //! The real `seqlab` binary: `score`, `data toy`, `data stats`.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+mod common;
 
-fn seqlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
-}
+use common::seqlab;
 
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "seqlab failed: {}", String::from_utf8_lossy(&o.stderr));

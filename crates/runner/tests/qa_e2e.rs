@@ -5,49 +5,8 @@
 use std::path::Path;
 mod common;
 
-use common::{ok, seqlab};
+use common::{ok, seqlab, squad, CITIES};
 use std::process::Output;
-
-const COUNTRIES: [&str; 8] = ["Norway", "Chile", "Kenya", "Peru", "Japan", "Spain", "Egypt", "Canada"];
-const CITIES: [&str; 8] = ["Oslo", "Lima", "Nairobi", "Cusco", "Kyoto", "Seville", "Cairo", "Ottawa"];
-
-/// A SQuAD-format file of `n` questions: each context states three
-/// capitals (drawn at random), the question asks for one of them.
-fn squad(n: usize, seed: u64, prefix: &str) -> String {
-    let mut state = seed;
-    let mut next = |m: usize| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 33) % m as u64) as usize
-    };
-    let mut paragraphs = Vec::new();
-    for i in 0..n {
-        let mut countries: Vec<usize> = Vec::new();
-        while countries.len() < 3 {
-            let c = next(COUNTRIES.len());
-            if !countries.contains(&c) {
-                countries.push(c);
-            }
-        }
-        let cities: Vec<usize> = (0..3).map(|_| next(CITIES.len())).collect();
-        let mut context = String::new();
-        let mut starts = Vec::new();
-        for k in 0..3 {
-            context.push_str(&format!("The capital of {} is ", COUNTRIES[countries[k]]));
-            starts.push(context.chars().count());
-            context.push_str(&format!("{}. ", CITIES[cities[k]]));
-        }
-        let asked = next(3);
-        paragraphs.push(serde_json::json!({
-            "context": context.trim_end(),
-            "qas": [{
-                "id": format!("{prefix}{i}"),
-                "question": format!("What is the capital of {}?", COUNTRIES[countries[asked]]),
-                "answers": [{"text": CITIES[cities[asked]], "answer_start": starts[asked]}]
-            }]
-        }));
-    }
-    serde_json::json!({"version": "1.1", "data": [{"title": prefix, "paragraphs": paragraphs}]}).to_string()
-}
 
 const SMALL: &[&str] = &[
     "--set",

@@ -4,17 +4,9 @@
 //! never lose a token.
 
 use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn seqlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args).output().expect("seqlab runs")
-}
-
-fn ok(o: Output) -> (String, String) {
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(o.status.success(), "seqlab failed:\n{err}");
-    (String::from_utf8(o.stdout).unwrap(), err)
-}
+use common::{ok_both as ok, seqlab};
 
 /// Predicted tags, one per token line of `predict --format conll` output.
 fn predicted(conll: &str) -> Vec<String> {

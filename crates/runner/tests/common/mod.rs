@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: run the real binary.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 pub fn seqlab<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -11,4 +12,57 @@ pub fn seqlab<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
 pub fn ok(o: Output) -> String {
     assert!(o.status.success(), "seqlab failed:\n{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
+}
+
+/// Stdout and stderr of a run that must succeed.
+pub fn ok_both(o: Output) -> (String, String) {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "seqlab failed:\n{err}");
+    (String::from_utf8(o.stdout).unwrap(), err)
+}
+
+/// A config file of `experiments/configs`.
+pub fn config(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs").join(name).to_str().unwrap().to_string()
+}
+
+pub const COUNTRIES: [&str; 8] = ["Norway", "Chile", "Kenya", "Peru", "Japan", "Spain", "Egypt", "Canada"];
+pub const CITIES: [&str; 8] = ["Oslo", "Lima", "Nairobi", "Cusco", "Kyoto", "Seville", "Cairo", "Ottawa"];
+
+/// A SQuAD-format file of `n` questions: each context states three
+/// capitals (drawn at random), the question asks for one of them.
+pub fn squad(n: usize, seed: u64, prefix: &str) -> String {
+    let mut state = seed;
+    let mut next = |m: usize| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((state >> 33) % m as u64) as usize
+    };
+    let mut paragraphs = Vec::new();
+    for i in 0..n {
+        let mut countries: Vec<usize> = Vec::new();
+        while countries.len() < 3 {
+            let c = next(COUNTRIES.len());
+            if !countries.contains(&c) {
+                countries.push(c);
+            }
+        }
+        let cities: Vec<usize> = (0..3).map(|_| next(CITIES.len())).collect();
+        let mut context = String::new();
+        let mut starts = Vec::new();
+        for k in 0..3 {
+            context.push_str(&format!("The capital of {} is ", COUNTRIES[countries[k]]));
+            starts.push(context.chars().count());
+            context.push_str(&format!("{}. ", CITIES[cities[k]]));
+        }
+        let asked = next(3);
+        paragraphs.push(serde_json::json!({
+            "context": context.trim_end(),
+            "qas": [{
+                "id": format!("{prefix}{i}"),
+                "question": format!("What is the capital of {}?", COUNTRIES[countries[asked]]),
+                "answers": [{"text": CITIES[cities[asked]], "answer_start": starts[asked]}]
+            }]
+        }));
+    }
+    serde_json::json!({"version": "1.1", "data": [{"title": prefix, "paragraphs": paragraphs}]}).to_string()
 }
