@@ -16,7 +16,7 @@ test:
 # parser for SECONDS each (two targets at a time); each prints how many inputs it tried.
 fuzz SECONDS="600":
     SEQLAB_FUZZ_SECONDS={{SECONDS}} cargo test --locked -p corpus --test fuzz -- --nocapture --test-threads 2 fuzz_
-    SEQLAB_FUZZ_SECONDS={{SECONDS}} cargo test --locked -p runner --bin seqlab -- --nocapture fuzz_config
+    SEQLAB_FUZZ_SECONDS={{SECONDS}} cargo test --locked -p runner --lib -- --nocapture fuzz_config
 
 # Train a BiLSTM-CRF (word + char-CNN features) on DATA.
 train-bilstm DATA=toy *ARGS: (_data DATA)

@@ -264,6 +264,27 @@ impl<B: Backend> Crf<B> {
         }
         Tensor::from_data(TensorData::new(out, [b, l, t]), &emissions.device())
     }
+    /// [`Self::decode`] of emissions already on the host: one `[n, T]`
+    /// slice per sentence (the inference path stitches windows there).
+    pub fn decode_host(&self, sentences: &[&[f32]]) -> Vec<Vec<usize>> {
+        let scores = self.host_scores();
+        sentences.iter().map(|em| host::viterbi(&scores, &widen(em))).collect()
+    }
+
+    /// [`Self::marginals`] of emissions on the host: `[n, T]` per sentence.
+    pub fn marginals_host(&self, sentences: &[&[f32]]) -> Vec<Vec<f32>> {
+        let scores = self.host_scores();
+        sentences
+            .iter()
+            .map(|em| {
+                let mut out = vec![0.0f32; em.len()];
+                if !em.is_empty() {
+                    cast_into(&mut out, &host::forward_backward(&scores, &widen(em)).unary);
+                }
+                out
+            })
+            .collect()
+    }
 }
 
 /// A tensor's values on the host, as f64.
@@ -293,6 +314,11 @@ impl HostBatch {
     fn sentences(&self) -> impl Iterator<Item = &[f64]> {
         self.lengths.iter().enumerate().map(|(s, &n)| &self.em[s * self.stride..s * self.stride + n * self.t])
     }
+}
+
+/// Host emissions as f64, as the recursions take them.
+fn widen(em: &[f32]) -> Vec<f64> {
+    em.iter().map(|&x| x as f64).collect()
 }
 
 fn cast_into(out: &mut [f32], v: &[f64]) {

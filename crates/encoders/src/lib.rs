@@ -11,6 +11,7 @@ pub mod attention_op;
 pub mod bilstm;
 pub mod dropout;
 pub mod features;
+pub mod footprint;
 mod host;
 pub mod input;
 pub mod linear;

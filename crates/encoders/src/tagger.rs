@@ -312,6 +312,57 @@ impl<B: SeqBackend> Tagger<B> {
             }
         }
     }
+
+    /// Best tag path of each sentence from emissions already on the host,
+    /// one `[n, T]` slice per sentence (Viterbi for the CRF, argmax for softmax).
+    pub fn decode_host(&self, sentences: &[&[f32]]) -> Vec<Vec<usize>> {
+        match &self.crf {
+            Some(crf) => crf.decode_host(sentences),
+            None => {
+                let t = self.emit.weight.dims()[1];
+                sentences.iter().map(|em| em.chunks(t).map(first_max).collect()).collect()
+            }
+        }
+    }
+
+    /// Per-token tag probabilities `[n, T]` of each sentence from host
+    /// emissions: CRF marginals, or the softmax.
+    pub fn probabilities_host(&self, sentences: &[&[f32]]) -> Vec<Vec<f32>> {
+        match &self.crf {
+            Some(crf) => crf.marginals_host(sentences),
+            None => {
+                let t = self.emit.weight.dims()[1];
+                sentences.iter().map(|em| em.chunks(t).flat_map(softmax_row).collect()).collect()
+            }
+        }
+    }
+
+    /// Attention layers (blocks) of the encoder; 0 for a BiLSTM.
+    pub fn attention_layers(&self) -> usize {
+        match &self.encoder {
+            Encoder::Attention(a) => a.blocks.len(),
+            Encoder::BiLstm(_) => 0,
+        }
+    }
+}
+
+/// The index of the first largest value.
+fn first_max(row: &[f32]) -> usize {
+    let mut best = 0;
+    for (k, &x) in row.iter().enumerate() {
+        if x > row[best] {
+            best = k;
+        }
+    }
+    best
+}
+
+/// The softmax of one row.
+fn softmax_row(row: &[f32]) -> Vec<f32> {
+    let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let e: Vec<f32> = row.iter().map(|&x| (x - m).exp()).collect();
+    let s: f32 = e.iter().sum();
+    e.into_iter().map(|x| x / s).collect()
 }
 
 /// `question [SEP] context` per sentence, packed without inner padding:

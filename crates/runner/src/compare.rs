@@ -2,7 +2,6 @@
 //! mean ± std, a paired bootstrap test between the two best, and a plot of
 //! dev F1 per epoch.
 
-use crate::cli::CompareArgs;
 use crate::rundir::{self, read_metrics, read_summary, EpochRow, Summary};
 use anyhow::{bail, Context, Result};
 use corpus::io::write_atomic;
@@ -33,9 +32,9 @@ impl Run {
     }
 }
 
-fn find_runs(args: &CompareArgs) -> Result<Vec<PathBuf>> {
-    if !args.runs.is_empty() {
-        return Ok(args.runs.clone());
+fn find_runs(runs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if !runs.is_empty() {
+        return Ok(runs.to_vec());
     }
     let root = rundir::runs_root();
     let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
@@ -49,30 +48,34 @@ fn find_runs(args: &CompareArgs) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-pub fn run(args: &CompareArgs) -> Result<()> {
-    let mut runs = Vec::new();
-    for dir in find_runs(args)? {
+/// What `compare` wrote.
+pub struct Written {
+    /// comparison.md's text.
+    pub markdown: String,
+    pub files: Vec<PathBuf>,
+}
+
+/// Compares `runs` (default: every finished run under the runs folder),
+/// writing comparison.md, comparison.csv and dev-f1.svg into `out`, with a
+/// bootstrap of `samples` resamples for the two best runs.
+pub fn run(runs: &[PathBuf], out: &Path, samples: usize) -> Result<Written> {
+    let mut found = Vec::new();
+    for dir in find_runs(runs)? {
         let summary = read_summary(&dir).with_context(|| format!("{} is not a finished run", dir.display()))?;
         let metrics = read_metrics(&dir.join(rundir::METRICS)).unwrap_or_default();
-        runs.push(Run { dir, summary, metrics });
+        found.push(Run { dir, summary, metrics });
     }
+    let runs = found;
     let types: BTreeSet<String> =
         runs.iter().flat_map(|r| r.summary.test.iter().flat_map(|t| t.per_type.keys().cloned())).collect();
-    std::fs::create_dir_all(&args.out)?;
-    write_atomic(&args.out.join("comparison.csv"), csv_table(&runs, &types)?)?;
-    let bootstrap = best_pair_bootstrap(&runs, args.samples);
-    let plot = args.out.join("dev-f1.svg");
+    std::fs::create_dir_all(out)?;
+    write_atomic(&out.join("comparison.csv"), csv_table(&runs, &types)?)?;
+    let bootstrap = best_pair_bootstrap(&runs, samples);
+    let plot = out.join("dev-f1.svg");
     plot_dev_f1(&runs, &plot)?;
     let md = markdown(&runs, &types, &bootstrap, &plot);
-    write_atomic(&args.out.join("comparison.md"), &md)?;
-    print!("{md}");
-    eprintln!(
-        "wrote {}, {} and {}",
-        args.out.join("comparison.md").display(),
-        args.out.join("comparison.csv").display(),
-        plot.display()
-    );
-    Ok(())
+    write_atomic(&out.join("comparison.md"), &md)?;
+    Ok(Written { markdown: md, files: vec![out.join("comparison.md"), out.join("comparison.csv"), plot] })
 }
 
 fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {

@@ -84,8 +84,8 @@ impl Default for DataConfig {
 
 impl DataConfig {
     /// The window plan for long sentences.
-    pub fn windows(&self) -> crate::evaluate::Windows {
-        crate::evaluate::Windows {
+    pub fn windows(&self) -> crate::infer::Windows {
+        crate::infer::Windows {
             max_len: self.max_len,
             stride: if self.stride == 0 { (self.max_len / 2).max(1) } else { self.stride },
         }

@@ -67,57 +67,23 @@ pub struct StepShape {
     pub tags: usize,
 }
 
-/// Estimated peak bytes of one training step (forward, backward, Adam)
-/// beyond what the process held before it. Each term counts the floats of
-/// the tensors autodiff keeps alive for that part of the model; the
-/// coefficients in front of the groups were fitted (non-negative least
-/// squares on the relative error, then raised 6% to err on the safe side)
-/// to 37 peaks measured with `seqlab bench memory` on burn-flex: BiLSTM-CRF
-/// and attention-CRF (dense, chunked, local, relative) at batch 8 and 32 ×
-/// L 32, 128, 512, and wider models (d_model 512, 8 heads; hidden 100) at
-/// batch 4 to 64 × L 64 to 2048. Every one of them lies within −22% … +23%
-/// of its estimate (see the README).
+/// Estimated peak bytes of one training step (the one `seqlab train` runs:
+/// forward and backward in parts, Adam) beyond what the process held
+/// before it. The tagger counts the floats it keeps alive per group
+/// ([`encoders::footprint`]); the coefficients in front of the groups were
+/// fitted (non-negative least squares on the relative error, then raised to
+/// err on the safe side) to peaks measured with `seqlab bench memory` on
+/// burn-flex (`benchmarks/planner-fit.sh`; the error band is in the README).
 pub fn estimate(cfg: &RunConfig, s: StepShape) -> f64 {
     const F: f64 = 4.0; // bytes per f32
     /// Parameters: values, gradients, Adam's two moments, the step's temporaries.
     const PER_PARAM: f64 = 9.15;
-    const TOKENS_BILSTM: f64 = 0.431;
-    const TOKENS_ATTENTION: f64 = 0.672;
+    const RECURRENT: f64 = 0.431;
+    const ATTENTION: f64 = 0.672;
     const SCORES: f64 = 0.816;
-    let n = (s.batch * s.len) as f64; // tokens
-    let f = &cfg.model.features;
-    // Features: embeddings, the character CNN over every character, caps;
-    // emissions and the CRF's per-step [B, T, T] scores.
-    let chars = n * s.word_len as f64;
-    let mut tokens = 6.0 * n * f.output_dim() as f64;
-    if f.char_dim > 0 {
-        tokens += 3.0 * chars * f.char_dim as f64 + 4.0 * chars * f.char_filters as f64;
-    }
-    tokens += 6.0 * n * s.tags as f64 + 8.0 * n * (s.tags * s.tags) as f64;
-    let e = &cfg.model.encoder;
-    let (tokens, scores) = match e.kind {
-        EncoderKind::Bilstm => {
-            let h = e.bilstm.hidden as f64;
-            (TOKENS_BILSTM * (tokens + e.bilstm.layers.max(1) as f64 * n * 2.0 * 26.0 * h), 0.0)
-        }
-        EncoderKind::Attention => {
-            let a = &e.attention;
-            let layers = a.layers.max(1) as f64;
-            let (d, ffn, heads, len) = (a.d_model as f64, a.ffn as f64, a.heads.max(1) as f64, s.len);
-            // Score-sized tensors: [B, H, L, L] dense, a block of keys
-            // chunked, three windows of keys local.
-            let mut scores = match a.implementation {
-                AttentionImpl::Dense => 7.0 * n * heads * len as f64,
-                AttentionImpl::Chunked => 3.0 * n * heads * a.block.min(len) as f64,
-                AttentionImpl::Local => 8.0 * n * heads * (3 * a.window.min(len)) as f64,
-            };
-            if a.position == Position::Relative {
-                scores += 4.0 * n * heads * len.min(4 * a.window) as f64;
-            }
-            (TOKENS_ATTENTION * (tokens + layers * (22.0 * n * d + 5.0 * n * ffn)), SCORES * layers * scores)
-        }
-    };
-    F * (PER_PARAM * s.params as f64 + tokens + scores)
+    let shape = encoders::footprint::StepShape { batch: s.batch, len: s.len, word_len: s.word_len, tags: s.tags };
+    let g = cfg.model.step_floats(shape);
+    F * (PER_PARAM * s.params as f64 + RECURRENT * g.recurrent + ATTENTION * g.attention + SCORES * g.scores)
 }
 
 /// What the planner chose.

@@ -40,6 +40,8 @@ pub const LOCK: &str = ".lock";
 pub struct RunLock {
     path: PathBuf,
     _file: std::fs::File,
+    /// A note when the lock was left by a run that is gone and taken over.
+    pub taken_over: Option<String>,
 }
 
 impl RunLock {
@@ -82,18 +84,18 @@ impl RunLock {
                 }
             }
             let _ = file.read_to_string(&mut previous);
-            if !previous.trim().is_empty() {
-                eprintln!(
+            let taken_over = (!previous.trim().is_empty()).then(|| {
+                format!(
                     "note: {} was left by a run that is gone (pid {}); taking it over",
                     path.display(),
                     previous.trim()
-                );
-            }
+                )
+            });
             file.set_len(0)?;
             file.rewind()?;
             writeln!(file, "{}", std::process::id())?;
             file.flush()?;
-            return Ok(RunLock { path, _file: file });
+            return Ok(RunLock { path, _file: file, taken_over });
         }
         bail!("cannot lock {}: it keeps being replaced", path.display())
     }

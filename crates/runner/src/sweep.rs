@@ -3,7 +3,6 @@
 //! head count: dev/test F1 mean ± std, epochs to the best dev F1, and how
 //! many heads the diagnostics flag as collapsed.
 
-use crate::cli::HeadsSweepArgs;
 use crate::compare::mean_std;
 use crate::config;
 use crate::rundir::{self, read_summary};
@@ -56,19 +55,21 @@ fn read_run(dir: &Path) -> Result<SweepRun> {
     })
 }
 
-pub fn run(args: &HeadsSweepArgs) -> Result<()> {
-    if args.runs.is_empty() {
+/// The sweep's report from its `runs` (markdown, written to `out`), with
+/// links to the pictures under `pictures` (`h<N>/`) if given; returns it.
+pub fn run(runs_dirs: &[PathBuf], out: &Path, pictures: Option<&Path>) -> Result<String> {
+    if runs_dirs.is_empty() {
         bail!("give the run folders of the sweep");
     }
-    let runs: Vec<SweepRun> = args.runs.iter().map(|d| read_run(d)).collect::<Result<_>>()?;
-    for (r, dir) in runs.iter().zip(&args.runs) {
+    let runs: Vec<SweepRun> = runs_dirs.iter().map(|d| read_run(d)).collect::<Result<_>>()?;
+    for (r, dir) in runs.iter().zip(runs_dirs) {
         if r.d_model != runs[0].d_model || r.dataset != runs[0].dataset {
             bail!(
                 "{}: d_model {} on {}, but {} has d_model {} on {}; a sweep varies the head count only",
                 dir.display(),
                 r.d_model,
                 r.dataset,
-                args.runs[0].display(),
+                runs_dirs[0].display(),
                 runs[0].d_model,
                 runs[0].dataset
             );
@@ -106,12 +107,10 @@ A head is *collapsed* when over half its attention lands on boundary tokens or i
     );
     md.push_str("| heads × head_dim | seeds | dev F1 | test F1 | epoch of best dev F1 | collapsed heads | picture |\n|---|---|---|---|---|---|---|\n");
     for (heads, g) in &groups {
-        let picture = args
-            .pictures
-            .as_ref()
+        let picture = pictures
             .map(|p| p.join(format!("h{heads}")).join("index.html"))
             .filter(|p| p.is_file())
-            .map(|p| format!("[h{heads}]({})", relative(&p, args.out.parent())))
+            .map(|p| format!("[h{heads}]({})", relative(&p, out.parent())))
             .unwrap_or_default();
         let _ = writeln!(
             md,
@@ -125,9 +124,8 @@ A head is *collapsed* when over half its attention lands on boundary tokens or i
             g[0].total_heads
         );
     }
-    corpus::io::write_atomic(&args.out, &md)?;
-    print!("{md}");
-    Ok(())
+    corpus::io::write_atomic(out, &md)?;
+    Ok(md)
 }
 
 /// `p` relative to `base` when it lies below it.

@@ -80,6 +80,36 @@ pub fn save(tokenizer: &Tokenizer, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A tokenizer trained by [`train_on`], and on what.
+pub struct Trained {
+    pub tokenizer: Tokenizer,
+    /// Texts (contexts and questions) it was trained on.
+    pub texts: usize,
+    /// The SQuAD-format file they came from.
+    pub file: std::path::PathBuf,
+}
+
+/// Trains a WordPiece tokenizer of `vocab_size` entries on `data`: a
+/// SQuAD-format file, or a folder whose training file (`*train*.json`) is used.
+pub fn train_on(data: &Path, vocab_size: usize) -> Result<Trained> {
+    if vocab_size < 2 {
+        anyhow::bail!("--vocab-size must be at least 2");
+    }
+    let file = if data.is_dir() {
+        let files = corpus::squad::qa_files(data).unwrap_or_default();
+        match files.into_iter().find(|(s, _)| *s == corpus::SplitName::Train) {
+            Some((_, f)) => f,
+            None => anyhow::bail!("{}: no *train*.json (SQuAD format) to train a tokenizer on", data.display()),
+        }
+    } else {
+        data.to_path_buf()
+    };
+    let squad = SquadFile::read(&file)?;
+    let texts = squad_texts(std::slice::from_ref(&squad));
+    let tokenizer = train_wordpiece(texts.iter().copied(), vocab_size)?;
+    Ok(Trained { tokenizer, texts: texts.len(), file })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

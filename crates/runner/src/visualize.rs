@@ -6,9 +6,14 @@
 //! text: a browser renders CJK tokens with whatever CJK font the system has,
 //! through the `font-family` fallback list below; no font file is needed.
 
-use anyhow::Result;
+use crate::infer::{self, Request, SentenceAttention, Windows};
+use crate::run::LoadedRun;
+use anyhow::{Context, Result};
+use corpus::Sentence;
+use encoders::ops::SeqBackend;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 /// Fonts tried in order; the CJK families cover Chinese, Japanese and Korean
 /// on Linux (Noto/Source Han/WenQuanYi), macOS (PingFang, Hiragino) and
@@ -227,6 +232,189 @@ figure{{display:inline-block;margin:8px;vertical-align:top}}</style></head><body
 pub fn write(dir: &Path, name: &str, contents: &str) -> Result<()> {
     corpus::io::write_atomic(&dir.join(name), contents)?;
     Ok(())
+}
+
+/// What `seqlab visualize` draws, and where.
+pub struct PictureOptions {
+    /// Layer, 0-based (default: the last).
+    pub layer: Option<usize>,
+    /// Heads to draw: `all` or a list such as `0,2`.
+    pub heads: String,
+    /// Focus token: an index or the token itself (default: the most attended).
+    pub focus: Option<String>,
+    /// At most this many tokens on an axis (a window around the focus).
+    pub max_tokens: usize,
+    pub out: PathBuf,
+}
+
+/// One layer's attention over a sentence, and what of it is drawn.
+struct Drawing<'a> {
+    tokens: &'a [String],
+    layer: usize,
+    /// `[heads, l, l]`.
+    weights: &'a [f32],
+    l: usize,
+    heads: Vec<usize>,
+    focus: usize,
+    range: Range<usize>,
+    labels: Vec<String>,
+    /// What the shown window leaves out (empty when it shows everything).
+    note: String,
+    /// The note as a title suffix.
+    suffix: String,
+}
+
+impl Drawing<'_> {
+    fn at(&self, head: usize, i: usize, j: usize) -> f32 {
+        self.weights[(head * self.l + i) * self.l + j]
+    }
+
+    /// The shown window of one head's weights, row-major.
+    fn sub(&self, head: usize) -> Vec<f32> {
+        self.range
+            .clone()
+            .flat_map(|i| self.range.clone().map(move |j| (i, j)))
+            .map(|(i, j)| self.at(head, i, j))
+            .collect()
+    }
+}
+
+/// Tags `tokens` with the run's model (through the inference path) and
+/// draws its attention into `opts.out`: per-head heatmaps, the clustered
+/// mean, the focus token's bars, and `index.html`. Returns the line to print.
+pub fn pictures<B: SeqBackend>(
+    run: &LoadedRun,
+    tokens: &[String],
+    label: &str,
+    opts: &PictureOptions,
+    device: &B::Device,
+) -> Result<String> {
+    let model = run.model::<B>(device)?;
+    let sentence = Sentence { tokens: tokens.to_vec(), tags: Vec::new(), doc: 0, line: 1, question: None };
+    let encoded = run.encode(std::slice::from_ref(&sentence));
+    let request = Request::tagging(Windows::NONE).with_attention();
+    let tagged = infer::tag(&model, &run.vocabs, &encoded, &request, device).tagged.remove(0);
+    let tags: Vec<String> = tagged.tags.iter().map(|t| t.to_string()).collect();
+    let attention = tagged.attention.context("the model gave no attention weights")?;
+    let d = drawing(tokens, &attention, opts)?;
+    std::fs::create_dir_all(&opts.out)?;
+    let mut images = draw_heads(&d, &opts.out)?;
+    images.extend(draw_clustered(&d, &opts.out)?);
+    images.extend(draw_focus(&d, &opts.out)?);
+    let title = format!("{}: {label}", run.cfg.name);
+    let html = index_html(&Page { title: &title, tokens, tags: &tags, note: &d.note, images: &images });
+    write(&opts.out, "index.html", &html)?;
+    Ok(format!(
+        "{} pictures of layer {} for {label} ({} tokens) -> {}",
+        images.len(),
+        d.layer,
+        d.l,
+        opts.out.join("index.html").display()
+    ))
+}
+
+/// Picks the layer, heads, focus token and shown window.
+fn drawing<'a>(tokens: &'a [String], a: &'a SentenceAttention, opts: &PictureOptions) -> Result<Drawing<'a>> {
+    let last = a.layers.len().saturating_sub(1);
+    let layer = opts.layer.unwrap_or(last);
+    let weights = a.layers.get(layer).with_context(|| format!("--layer {layer}: the model has layers 0–{last}"))?;
+    let (h, l) = (a.heads, a.len);
+    let heads: Vec<usize> = if opts.heads == "all" {
+        (0..h).collect()
+    } else {
+        opts.heads
+            .split(',')
+            .map(|x| {
+                x.trim().parse::<usize>().ok().filter(|&i| i < h).with_context(|| {
+                    format!("--heads `{x}`: expected `all` or head numbers below {h}, separated by commas")
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut d = Drawing {
+        tokens,
+        layer,
+        weights,
+        l,
+        heads,
+        focus: 0,
+        range: 0..0,
+        labels: Vec::new(),
+        note: String::new(),
+        suffix: String::new(),
+    };
+    d.focus = match &opts.focus {
+        Some(f) => match f.parse::<usize>() {
+            Ok(i) if i < l => i,
+            _ => tokens.iter().position(|t| t == f).with_context(|| {
+                format!("--focus `{f}`: neither a token index below {l} nor a token of the sentence")
+            })?,
+        },
+        // The token that receives the most attention, over the drawn heads.
+        None => {
+            let got: Vec<f32> =
+                (0..l).map(|j| d.heads.iter().map(|&hd| (0..l).map(|i| d.at(hd, i, j)).sum::<f32>()).sum()).collect();
+            (0..l).max_by(|&a, &b| got[a].total_cmp(&got[b])).unwrap_or(0)
+        }
+    };
+    let (range, note) = visible_range(l, opts.max_tokens, d.focus);
+    d.labels = range.clone().map(|i| format!("{i}:{}", tokens[i])).collect();
+    d.range = range;
+    d.suffix = if note.is_empty() { String::new() } else { format!(" ({note})") };
+    d.note = note;
+    Ok(d)
+}
+
+/// One heatmap per drawn head.
+fn draw_heads(d: &Drawing, out: &Path) -> Result<Vec<(String, String)>> {
+    let mut images = Vec::new();
+    for &hd in &d.heads {
+        let name = format!("layer{}-head{hd}.svg", d.layer);
+        let title = format!("layer {}, head {hd}: rows attend to columns{}", d.layer, d.suffix);
+        write(out, &name, &heatmap_svg(&title, &d.sub(hd), &d.labels, &d.labels))?;
+        images.push((format!("layer {}, head {hd}", d.layer), name));
+    }
+    Ok(images)
+}
+
+/// The mean of the drawn heads, rows and columns reordered by clustering
+/// (and the order, as JSON).
+fn draw_clustered(d: &Drawing, out: &Path) -> Result<Vec<(String, String)>> {
+    let n = d.range.len();
+    let subs: Vec<Vec<f32>> = d.heads.iter().map(|&hd| d.sub(hd)).collect();
+    let mean: Vec<f32> = (0..n * n).map(|k| subs.iter().map(|m| m[k]).sum::<f32>() / d.heads.len() as f32).collect();
+    let row_order = cluster_order(&mean, n, n);
+    let transposed: Vec<f32> = (0..n * n).map(|k| mean[(k % n) * n + k / n]).collect();
+    let col_order = cluster_order(&transposed, n, n);
+    let clustered: Vec<f32> =
+        row_order.iter().flat_map(|&i| col_order.iter().map(|&j| mean[i * n + j]).collect::<Vec<_>>()).collect();
+    let layer = d.layer;
+    let name = format!("layer{layer}-clustered.svg");
+    let title = format!("layer {layer}, mean of {} heads, clustered rows and columns{}", d.heads.len(), d.suffix);
+    let rows: Vec<String> = row_order.iter().map(|&i| d.labels[i].clone()).collect();
+    let cols: Vec<String> = col_order.iter().map(|&j| d.labels[j].clone()).collect();
+    write(out, &name, &heatmap_svg(&title, &clustered, &rows, &cols))?;
+    let order = serde_json::json!({
+        "rows": row_order.iter().map(|&i| d.range.start + i).collect::<Vec<_>>(),
+        "cols": col_order.iter().map(|&j| d.range.start + j).collect::<Vec<_>>(),
+    });
+    write(out, &format!("layer{layer}-clustered-order.json"), &format!("{order}\n"))?;
+    Ok(vec![(format!("layer {layer}, clustered mean of the heads"), name)])
+}
+
+/// What the focus token looks at, per head.
+fn draw_focus(d: &Drawing, out: &Path) -> Result<Vec<(String, String)>> {
+    let (layer, focus) = (d.layer, d.focus);
+    let mut images = Vec::new();
+    for &hd in &d.heads {
+        let name = format!("layer{layer}-head{hd}-focus.svg");
+        let values: Vec<f32> = d.range.clone().map(|j| d.at(hd, focus, j)).collect();
+        let title =
+            format!("what \"{}\" (token {focus}) attends to: layer {layer}, head {hd}{}", d.tokens[focus], d.suffix);
+        write(out, &name, &bars_svg(&title, &values, &d.labels))?;
+        images.push((format!("\"{}\", head {hd}", d.tokens[focus]), name));
+    }
+    Ok(images)
 }
 
 #[cfg(test)]

@@ -1,26 +1,14 @@
 //! `seqlab`: train, evaluate, compare and explain sequence taggers.
 //!
-//! This file is the only place that names concrete backends; everything
-//! else is generic over `B: Backend` / `B: AutodiffBackend`.
+//! The command line over the `runner` library: [`cli`] parses, [`commands`]
+//! calls the library and prints. This file is the only place that names
+//! concrete backends; everything else is generic over `B: Backend` /
+//! `B: AutodiffBackend`.
 
 mod bench;
 mod cli;
 mod commands;
-mod compare;
-mod config;
-mod data_cmd;
-mod evaluate;
-mod heads;
-mod membench;
-mod memory;
-mod prep;
-mod rundir;
-mod score_cmd;
-mod sweep;
-mod throughput;
-mod tokenizer;
-mod train;
-mod visualize;
+mod console;
 
 use anyhow::Result;
 use burn::backend::Autodiff;
@@ -28,6 +16,7 @@ use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use cli::{BenchCommand, Cli, Command, DataCommand, DeviceArg, TokenizerCommand};
 use encoders::ops::SeqBackend;
+use runner::bench::throughput::Workload;
 
 /// mimalloc reuses freed memory instead of returning large blocks to the
 /// kernel: with glibc's allocator every big tensor costs fresh page faults,
@@ -163,29 +152,29 @@ fn main() {
         Command::Train(args) => commands::train(args),
         Command::Eval(args) => commands::eval(args),
         Command::Predict(args) => commands::predict(args),
-        Command::Compare(args) => compare::run(&args),
+        Command::Compare(args) => commands::compare(&args),
         Command::Bench { command } => match command {
             BenchCommand::Crf(args) => bench::crf(args),
-            BenchCommand::Attention(args) => membench::attention(args),
-            BenchCommand::Memory(args) => membench::memory(args),
-            BenchCommand::Train(args) => throughput::run(args, throughput::Workload::Train),
-            BenchCommand::Predict(args) => throughput::run(args, throughput::Workload::Predict),
+            BenchCommand::Attention(args) => bench::attention(args),
+            BenchCommand::Memory(args) => bench::memory(args),
+            BenchCommand::Train(args) => bench::throughput(args, Workload::Train),
+            BenchCommand::Predict(args) => bench::throughput(args, Workload::Predict),
         },
         Command::Heads(args) => commands::heads(args),
-        Command::HeadsSweep(args) => sweep::run(&args),
+        Command::HeadsSweep(args) => commands::heads_sweep(&args),
         Command::Visualize(args) => commands::visualize(args),
-        Command::Score(args) => score_cmd::run(&args),
+        Command::Score(args) => commands::score(&args),
         Command::Data { command } => match command {
-            DataCommand::Toy(args) => data_cmd::toy(&args),
-            DataCommand::Stats(args) => data_cmd::stats(&args),
-            DataCommand::SplitQa(args) => data_cmd::split_qa(&args),
+            DataCommand::Toy(args) => commands::toy(&args),
+            DataCommand::Stats(args) => commands::stats(&args),
+            DataCommand::SplitQa(args) => commands::split_qa(&args),
         },
         Command::Tokenizer { command } => match command {
-            TokenizerCommand::Train(args) => data_cmd::train_tokenizer(&args),
+            TokenizerCommand::Train(args) => commands::train_tokenizer(&args),
         },
     });
     if let Err(e) = result {
-        if let Some(stop) = e.downcast_ref::<train::Interrupted>() {
+        if let Some(stop) = e.downcast_ref::<runner::checkpoint::Interrupted>() {
             eprintln!("{stop}");
             std::process::exit(130);
         }

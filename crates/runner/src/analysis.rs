@@ -1,15 +1,18 @@
-//! Attention head diagnostics over a split: per layer and head, how spread
+//! Attention analysis. Head diagnostics over a split: per layer and head, how spread
 //! out the attention is (entropy), how much of it lands on boundaries (the
 //! first and last real token, punctuation and separators), how far it
 //! reaches, and how much the head duplicates another one. Heads that put
 //! most of their attention on boundaries, or whose attention is one-hot or
 //! uniform, are flagged as collapsed.
 
-use crate::evaluate::EVAL_BATCH;
-use corpus::batch::{pad, plan_batches, Encoded};
+use crate::infer::{self, Request, Windows};
+use anyhow::Result;
+use corpus::batch::Encoded;
+use corpus::{Sentence, Vocabs};
 use encoders::ops::SeqBackend;
-use encoders::{Tagger, TaggerInput};
+use encoders::Tagger;
 use serde::Serialize;
+use std::path::Path;
 
 /// A head is collapsed when this share of its attention or more is on boundary tokens…
 pub const BOUNDARY_LIMIT: f64 = 0.5;
@@ -169,43 +172,35 @@ impl HeadAccumulator {
     }
 }
 
-/// Runs `model` over `data` (with `tokens`, the words of each sentence;
-/// sentences over [`MAX_LEN`] tokens are skipped) and returns the
-/// diagnostics of every head; empty for models without attention.
+/// Sentences tagged per call of the inference path: their attention maps
+/// are held until they are added up.
+const CHUNK: usize = 512;
+
+/// Runs `model` over `data` (the encoded `sentences`; sentences over
+/// [`MAX_LEN`] tokens are skipped) through the inference path and returns
+/// the diagnostics of every head; empty for models without attention.
 pub fn diagnose<B: SeqBackend>(
     model: &Tagger<B>,
+    vocabs: &Vocabs,
+    sentences: &[Sentence],
     data: &[Encoded],
-    tokens: &[Vec<String>],
     device: &B::Device,
 ) -> Vec<HeadStats> {
-    let lengths: Vec<usize> = data.iter().map(Encoded::len).collect();
+    let kept: Vec<usize> = (0..data.len()).filter(|&i| data[i].len() <= MAX_LEN).collect();
     let mut acc: Option<HeadAccumulator> = None;
-    let kept: Vec<usize> = (0..data.len()).filter(|&i| lengths[i] <= MAX_LEN).collect();
-    let kept_lengths: Vec<usize> = kept.iter().map(|&i| lengths[i]).collect();
-    for batch_ids in plan_batches(&kept_lengths, EVAL_BATCH, None) {
-        let ids: Vec<usize> = batch_ids.iter().map(|&k| kept[k]).collect();
-        let batch = pad(data, &ids);
-        let input = TaggerInput::<B>::from_padded(&batch, device);
-        let layers = model.forward(&input, true).attention;
-        for (layer, w) in layers.into_iter().enumerate() {
-            let [b, h, lp, _] = w.dims();
-            let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model_layers(model), h));
-            let values: Vec<f32> = w.into_data().iter::<f32>().collect();
-            for (s, &i) in ids.iter().enumerate().take(b) {
-                let boundary: Vec<bool> = tokens[i].iter().map(|t| is_boundary_token(t)).collect();
-                let start = s * h * lp * lp;
-                acc.add(layer, &values[start..start + h * lp * lp], lp, &boundary[..lengths[i].min(boundary.len())]);
+    let request = Request::tagging(Windows::NONE).with_attention();
+    for ids in kept.chunks(CHUNK) {
+        let chunk: Vec<Encoded> = ids.iter().map(|&i| data[i].clone()).collect();
+        for (&i, tagged) in ids.iter().zip(infer::tag(model, vocabs, &chunk, &request, device).tagged) {
+            let Some(a) = tagged.attention else { continue };
+            let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model.attention_layers(), a.heads));
+            let boundary: Vec<bool> = sentences[i].tokens.iter().map(|t| is_boundary_token(t)).collect();
+            for (layer, w) in a.layers.iter().enumerate() {
+                acc.add(layer, w, a.len, &boundary[..a.len.min(boundary.len())]);
             }
         }
     }
     acc.map(|a| a.finish()).unwrap_or_default()
-}
-
-fn model_layers<B: SeqBackend>(model: &Tagger<B>) -> usize {
-    match &model.encoder {
-        encoders::tagger::Encoder::Attention(a) => a.blocks.len(),
-        _ => 0,
-    }
 }
 
 /// The heads of `stats` flagged as collapsed, if half of them or more are.
@@ -238,6 +233,16 @@ pub fn table(stats: &[HeadStats]) -> String {
         );
     }
     s
+}
+
+/// `heads.csv`: one row per head.
+pub fn write_heads_csv(path: &Path, stats: &[HeadStats]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for h in stats {
+        w.serialize(h)?;
+    }
+    corpus::io::write_atomic(path, w.into_inner()?)?;
+    Ok(())
 }
 
 #[cfg(test)]

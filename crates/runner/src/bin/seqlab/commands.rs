@@ -1,0 +1,363 @@
+//! Each command: its arguments into a library call on the chosen backend,
+//! and what comes back printed.
+
+use crate::cli::{
+    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, ScoreArgs, SplitQaArgs,
+    StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
+};
+use crate::console::Console;
+use crate::{dispatch, Job};
+use anyhow::{Context, Result};
+use burn::tensor::backend::AutodiffBackend;
+use corpus::score::{Mode, ScoreFile};
+use corpus::squad::QaItem;
+use corpus::Sentence;
+use encoders::ops::SeqBackend;
+use runner::input::{self, Input};
+use runner::launch::{Launch, TrainRequest};
+use runner::run::LoadedRun;
+use runner::rundir::{SplitMetrics, Summary};
+use runner::trainer::TrainOptions;
+use runner::visualize::PictureOptions;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub fn train(args: TrainArgs) -> Result<()> {
+    let req = TrainRequest {
+        config: args.config,
+        set: args.set,
+        data: args.data,
+        seed: args.seed,
+        epochs: args.epochs,
+        max_memory: args.max_memory,
+        resume: args.resume,
+        out: args.out,
+    };
+    let launch = runner::launch::launch(req, args.quiet, &Console)?;
+    dispatch(args.device, TrainJob { launch, quiet: args.quiet })
+}
+
+struct TrainJob {
+    launch: Launch,
+    quiet: bool,
+}
+
+impl Job for TrainJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let Launch { mut cfg, prep, out, resume, budget } = self.launch;
+        if let Some(budget) = budget {
+            runner::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, device_name, &Console)?;
+        }
+        let opts = TrainOptions { out: &out, device_name, quiet: self.quiet, resume, reporter: &Console };
+        let s = runner::trainer::train::<B>(&cfg, &prep, &opts, &device)?;
+        println!("{}", finished_line(&s, &out));
+        Ok(())
+    }
+}
+
+/// What `seqlab train` prints when it is done.
+fn finished_line(s: &Summary, out: &Path) -> String {
+    let f1 = |m: &Option<SplitMetrics>| m.as_ref().map_or("-".to_string(), |m| format!("{:.4}", m.overall.f1));
+    format!(
+        "{}: best epoch {} of {}, dev F1 {}, test F1 {}, {:.0} s, {:.0} tokens/s -> {}",
+        s.name,
+        s.best_epoch,
+        s.epochs,
+        f1(&s.dev),
+        f1(&s.test),
+        s.train_seconds,
+        s.tokens_per_second,
+        out.display()
+    )
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let mut run = LoadedRun::load(&args.run)?;
+    run.set_windows(args.max_len, args.stride);
+    let split = run.split_with_answers(args.data.as_deref(), args.split)?;
+    dispatch(args.device, EvalJob { run, split: split.sentences, answers: split.qa, json: args.json })
+}
+
+struct EvalJob {
+    run: LoadedRun,
+    split: Vec<Sentence>,
+    answers: Option<Vec<QaItem>>,
+    json: bool,
+}
+
+impl Job for EvalJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let e = runner::run::evaluate::<B::InnerBackend>(
+            &self.run,
+            &self.split,
+            self.answers.as_deref(),
+            &device,
+            &Console,
+        )?;
+        if self.json {
+            println!("{}", e.json()?);
+        } else {
+            print!("{}", e.text());
+        }
+        Ok(())
+    }
+}
+
+pub fn predict(args: PredictArgs) -> Result<()> {
+    let mut run = LoadedRun::load(&args.run)?;
+    run.set_windows(args.max_len, args.stride);
+    let (name, text) = if args.input.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("reading standard input")?;
+        (PathBuf::from("<stdin>"), s.trim_start_matches('\u{feff}').to_string())
+    } else {
+        (args.input.clone(), corpus::io::read_text(&args.input)?)
+    };
+    let format = match args.format {
+        OutputFormat::Conll => input::OutputFormat::Conll,
+        OutputFormat::Jsonl => input::OutputFormat::Jsonl,
+    };
+    if run.cfg.model.question != encoders::QuestionMode::None {
+        let (sentences, items) = input::qa_input(&run.dir, &name, &text)?;
+        let input = Input { sentences, gold: false };
+        return dispatch(args.device, PredictJob { run, input, format, qa: Some(items) });
+    }
+    let input_format = match args.input_format {
+        InputFormat::Auto => input::InputFormat::Auto,
+        InputFormat::Conll => input::InputFormat::Conll,
+        InputFormat::Text => input::InputFormat::Text,
+    };
+    let input = input::parse_input(&name, &text, input_format, run.vocabs.data_scheme)?;
+    dispatch(args.device, PredictJob { run, input, format, qa: None })
+}
+
+struct PredictJob {
+    run: LoadedRun,
+    input: Input,
+    format: input::OutputFormat,
+    /// QA runs: the questions' contexts and gold answers (if any).
+    qa: Option<Vec<QaItem>>,
+}
+
+impl Job for PredictJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let p = runner::run::predict::<B::InnerBackend>(
+            &self.run,
+            &self.input,
+            self.format,
+            self.qa.as_deref(),
+            &device,
+            &Console,
+        )?;
+        print!("{}", p.output);
+        if let Some(line) = p.score_line {
+            eprintln!("{line}");
+        }
+        Ok(())
+    }
+}
+
+/// The attention tools (`heads`, `visualize`) need an attention tagger
+/// whose attention is over one sequence: not question [SEP] context.
+fn check_attention_run(run: &LoadedRun, dir: &Path, command: &str, missing: &str) -> Result<()> {
+    if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
+        anyhow::bail!("{}: a {} tagger {missing}", dir.display(), runner::model::encoder_name(&run.cfg));
+    }
+    if run.cfg.model.question == encoders::QuestionMode::Concat {
+        anyhow::bail!(
+            "{}: its attention spans question [SEP] context, which {command} does not lay out yet (a cross-attention run shows the context's self-attention)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+pub fn heads(args: HeadsArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    check_attention_run(&run, &args.run, "heads", "has no attention heads")?;
+    let split = run.split(args.data.as_deref(), args.split)?;
+    // Training writes the dev split's heads.csv; other splits get their own file.
+    let name = match args.split {
+        corpus::SplitName::Dev => "heads.csv".to_string(),
+        other => format!("heads.{}.csv", other.as_str()),
+    };
+    let out = args.out.clone().unwrap_or_else(|| args.run.clone()).join(name);
+    dispatch(args.device, HeadsJob { run, split, json: args.json, out })
+}
+
+struct HeadsJob {
+    run: LoadedRun,
+    split: Vec<Sentence>,
+    json: bool,
+    out: PathBuf,
+}
+
+impl Job for HeadsJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        use runner::analysis;
+        let model = self.run.model::<B::InnerBackend>(&device)?;
+        let encoded = self.run.encode(&self.split);
+        let stats = analysis::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device);
+        analysis::write_heads_csv(&self.out, &stats)?;
+        if self.json {
+            for h in &stats {
+                println!("{}", serde_json::to_string(h)?);
+            }
+        } else {
+            print!("{}", analysis::table(&stats));
+            println!("{} sentences; wrote {}", self.split.len(), self.out.display());
+        }
+        if let Some(w) = analysis::collapse_warning(&stats) {
+            eprintln!("warning: {w}");
+        }
+        Ok(())
+    }
+}
+
+pub fn visualize(args: VisualizeArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    check_attention_run(&run, &args.run, "visualize", "has no attention to draw")?;
+    let (tokens, label) = match (&args.text, args.sentence) {
+        (Some(t), _) => (input::text_tokens(t), "text".to_string()),
+        (None, Some(n)) => {
+            let split = run.split(args.data.as_deref(), args.split)?;
+            let s = split.get(n).with_context(|| {
+                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.len())
+            })?;
+            (s.tokens.clone(), format!("{} sentence {n}", args.split.as_str()))
+        }
+        (None, None) => anyhow::bail!("give --sentence N (of --split) or --text \"…\""),
+    };
+    if tokens.is_empty() {
+        anyhow::bail!("nothing to show: the sentence has no tokens");
+    }
+    let opts = PictureOptions {
+        layer: args.layer,
+        heads: args.heads.clone(),
+        focus: args.focus.clone(),
+        max_tokens: args.max_tokens,
+        out: args.out.clone(),
+    };
+    dispatch(args.device, VisualizeJob { run, tokens, label, opts })
+}
+
+struct VisualizeJob {
+    run: LoadedRun,
+    tokens: Vec<String>,
+    label: String,
+    opts: PictureOptions,
+}
+
+impl Job for VisualizeJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let line =
+            runner::visualize::pictures::<B::InnerBackend>(&self.run, &self.tokens, &self.label, &self.opts, &device)?;
+        println!("{line}");
+        Ok(())
+    }
+}
+
+pub fn compare(args: &CompareArgs) -> Result<()> {
+    let w = runner::compare::run(&args.runs, &args.out, args.samples)?;
+    print!("{}", w.markdown);
+    let files: Vec<String> = w.files.iter().map(|f| f.display().to_string()).collect();
+    eprintln!("wrote {}, {} and {}", files[0], files[1], files[2]);
+    Ok(())
+}
+
+pub fn heads_sweep(args: &HeadsSweepArgs) -> Result<()> {
+    print!("{}", runner::sweep::run(&args.runs, &args.out, args.pictures.as_deref())?);
+    Ok(())
+}
+
+pub fn score(args: &ScoreArgs) -> Result<()> {
+    let file = ScoreFile::read(&args.file, args.keep_docstart)?;
+    let mode = args.scheme.map_or(Mode::Conlleval, Mode::Strict);
+    let counts = file.score(mode);
+    if args.json {
+        println!("{}", serde_json::to_string(&counts.report())?);
+    } else {
+        print!("{}", counts.conlleval_text());
+    }
+    Ok(())
+}
+
+pub fn toy(args: &ToyArgs) -> Result<()> {
+    if args.sentences == 0 {
+        anyhow::bail!("--sentences must be at least 1");
+    }
+    corpus::toy::write_dataset(&args.out, args.lang, args.sentences, args.seed)?;
+    println!(
+        "wrote {} ({} training sentences, language {}, seed {})",
+        args.out.display(),
+        args.sentences,
+        args.lang,
+        args.seed
+    );
+    Ok(())
+}
+
+pub fn stats(args: &StatsArgs) -> Result<()> {
+    let ds = corpus::Dataset::load(&args.dir)?;
+    let stats = corpus::stats::stats(&ds);
+    if args.json {
+        println!("{}", serde_json::to_string(&stats)?);
+    } else {
+        print!("{}", stats.table());
+        for (split, label) in ds.unseen_labels() {
+            println!("note: type {label} occurs in {} but not in train", split.as_str());
+        }
+    }
+    Ok(())
+}
+
+pub fn split_qa(args: &SplitQaArgs) -> Result<()> {
+    let file = corpus::squad::SquadFile::read(&args.file)?;
+    let n = file.data.len();
+    if args.held_out == 0 || args.held_out >= n {
+        anyhow::bail!("--held-out must be between 1 and {} (the file has {n} articles)", n.saturating_sub(1));
+    }
+    let (train, dev) = file.split_by_article(args.held_out);
+    std::fs::create_dir_all(&args.out)?;
+    for (name, part) in [("train.json", &train), ("dev.json", &dev)] {
+        part.write(&args.out.join(name))?;
+        let s = part.stats();
+        println!(
+            "{}: {} articles, {} paragraphs, {} questions, {} answers",
+            args.out.join(name).display(),
+            s.articles,
+            s.paragraphs,
+            s.questions,
+            s.answers
+        );
+    }
+    Ok(())
+}
+
+pub fn train_tokenizer(args: &TokenizerTrainArgs) -> Result<()> {
+    let t = runner::tokenizer::train_on(&args.data, args.vocab_size)?;
+    runner::tokenizer::save(&t.tokenizer, &args.out)?;
+    println!(
+        "wrote {}: WordPiece, {} entries, trained on {} texts of {}",
+        args.out.display(),
+        t.tokenizer.get_vocab_size(true),
+        t.texts,
+        t.file.display()
+    );
+    Ok(())
+}

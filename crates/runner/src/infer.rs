@@ -1,0 +1,315 @@
+//! The one inference path: batching, windows, emissions, decoding,
+//! marginals and attention maps. `seqlab eval`, `predict`, `bench predict`,
+//! `heads`, `visualize` and the training run's dev and test passes all tag
+//! through [`tag`].
+//!
+//! Sentences longer than `max_len` are tagged in overlapping windows: the
+//! encoder sees each window, each token takes its emission scores from the
+//! window where it is most central, and one decode (Viterbi for the CRF,
+//! on the host) then runs over the whole stitched sentence, so no seam can
+//! hold an illegal transition and no token is dropped.
+
+use corpus::batch::{pad, plan_batches, BatchSize, Encoded};
+use corpus::score::{score, Counts, Mode};
+use corpus::window::{owners, windows};
+use corpus::{Sentence, Tag, Vocabs};
+use encoders::ops::SeqBackend;
+use encoders::{Tagger, TaggerInput};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Padded tokens per inference batch.
+pub const EVAL_BATCH: BatchSize = BatchSize::Tokens(4096);
+
+/// How long sentences are cut (`max_len` 0: never).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Windows {
+    pub max_len: usize,
+    pub stride: usize,
+}
+
+impl Windows {
+    /// Whole sentences, however long.
+    pub const NONE: Windows = Windows { max_len: 0, stride: 0 };
+
+    /// The windows of a sentence of `len` tokens.
+    pub fn of(&self, len: usize) -> Vec<Range<usize>> {
+        if self.max_len == 0 {
+            vec![0..len]
+        } else {
+            windows(len, self.max_len, self.stride)
+        }
+    }
+}
+
+/// Which sentences go through the encoder together.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Batching {
+    /// Length-bucketed batches of this size ([`EVAL_BATCH`] by default).
+    Planned(BatchSize),
+    /// These groups of sentence indices, each one batch (with all of its
+    /// sentences' windows): how `bench predict` runs the batches it times.
+    Given(Vec<Vec<usize>>),
+}
+
+/// What to compute besides the tags.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub windows: Windows,
+    pub batching: Batching,
+    /// Each tag's probability (CRF marginals or softmax).
+    pub confidence: bool,
+    /// Attention weights of every layer, for sentences tagged in one window.
+    pub attention: bool,
+}
+
+impl Request {
+    /// Tags only, in planned batches.
+    pub fn tagging(windows: Windows) -> Request {
+        Request { windows, batching: Batching::Planned(EVAL_BATCH), confidence: false, attention: false }
+    }
+
+    pub fn with_confidence(mut self, confidence: bool) -> Request {
+        self.confidence = confidence;
+        self
+    }
+
+    pub fn with_attention(mut self) -> Request {
+        self.attention = true;
+        self
+    }
+
+    pub fn in_batches(mut self, groups: Vec<Vec<usize>>) -> Request {
+        self.batching = Batching::Given(groups);
+        self
+    }
+}
+
+/// One sentence's attention: per layer `[heads, len, len]` over its real tokens.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SentenceAttention {
+    pub heads: usize,
+    pub len: usize,
+    pub layers: Vec<Vec<f32>>,
+}
+
+/// A tagged sentence: predicted tags in the data's scheme, and each tag's
+/// probability (CRF marginal or softmax) when asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Tagged {
+    pub tags: Vec<Tag>,
+    pub confidence: Option<Vec<f32>>,
+    /// Every tag's probability per token, `[len × tags]` in the tagger's
+    /// tag set (with `confidence` only).
+    pub marginals: Option<Vec<f32>>,
+    /// With [`Request::attention`], for a sentence tagged in one window.
+    pub attention: Option<SentenceAttention>,
+}
+
+/// The tagged sentences, and how many of them were cut into windows.
+pub struct TaggedSplit {
+    pub tagged: Vec<Tagged>,
+    pub windowed: usize,
+}
+
+/// Tags every sentence of `data` (in its original order).
+pub fn tag<B: SeqBackend>(
+    model: &Tagger<B>,
+    vocabs: &Vocabs,
+    data: &[Encoded],
+    request: &Request,
+    device: &B::Device,
+) -> TaggedSplit {
+    let t = vocabs.tags.len();
+    let pieces = Pieces::new(data, request.windows);
+    // 1. Every window of every sentence through the encoder.
+    let emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device);
+    // 2. Stitch: each token's scores from the window where it is most central.
+    let stitched: Vec<Vec<f32>> = (0..data.len()).map(|i| pieces.stitch(i, &emitted.emissions, t)).collect();
+    // 3. Decode whole sentences on the host.
+    let mut tagged = decode(model, vocabs, &stitched, request.confidence);
+    for (i, a) in emitted.attention.into_iter().enumerate() {
+        tagged[i].attention = a;
+    }
+    TaggedSplit { tagged, windowed: pieces.plans.iter().filter(|ws| ws.len() > 1).count() }
+}
+
+/// The windows of every sentence, as sentences of their own.
+struct Pieces {
+    /// Per sentence, its windows.
+    plans: Vec<Vec<Range<usize>>>,
+    /// Per sentence, the indices of its pieces.
+    of: Vec<Range<usize>>,
+    pieces: Vec<Encoded>,
+    lengths: Vec<usize>,
+}
+
+impl Pieces {
+    fn new(data: &[Encoded], win: Windows) -> Pieces {
+        let plans: Vec<Vec<Range<usize>>> = data.iter().map(|e| win.of(e.len())).collect();
+        let mut of = Vec::with_capacity(data.len());
+        let mut pieces = Vec::new();
+        for (e, ws) in data.iter().zip(&plans) {
+            let first = pieces.len();
+            pieces.extend(ws.iter().map(|r| e.slice(r.clone())));
+            of.push(first..pieces.len());
+        }
+        let lengths = pieces.iter().map(Encoded::len).collect();
+        Pieces { plans, of, pieces, lengths }
+    }
+
+    /// Batches of piece indices.
+    fn batches(&self, batching: &Batching) -> Vec<Vec<usize>> {
+        match batching {
+            Batching::Planned(size) => plan_batches(&self.lengths, *size, None),
+            Batching::Given(groups) => {
+                groups.iter().map(|g| g.iter().flat_map(|&i| self.of[i].clone()).collect()).collect()
+            }
+        }
+    }
+
+    /// Sentence `i`'s emissions `[len, T]`, each token's from the piece where it is most central.
+    fn stitch(&self, i: usize, emissions: &[Vec<f32>], t: usize) -> Vec<f32> {
+        let ws = &self.plans[i];
+        let len = ws.last().map_or(0, |w| w.end);
+        let own = owners(len, ws);
+        let mut s = Vec::with_capacity(len * t);
+        for (tok, &o) in own.iter().enumerate() {
+            let local = tok - ws[o].start;
+            s.extend_from_slice(&emissions[self.of[i].start + o][local * t..(local + 1) * t]);
+        }
+        s
+    }
+}
+
+/// What the encoder gave for each piece.
+struct Emitted {
+    /// Per piece `[len, T]`.
+    emissions: Vec<Vec<f32>>,
+    /// Per sentence (one piece only), when asked for.
+    attention: Vec<Option<SentenceAttention>>,
+}
+
+/// Runs the pieces through the model, batch by batch. Batches run
+/// concurrently, one per thread of the pool (each batch's operations still
+/// use idle threads): on a CPU most of a batch's operations are too small
+/// to keep every core busy alone.
+fn encode_pieces<B: SeqBackend>(
+    model: &Tagger<B>,
+    pieces: &Pieces,
+    batching: &Batching,
+    attention: bool,
+    t: usize,
+    device: &B::Device,
+) -> Emitted {
+    let results: Vec<(Vec<usize>, Vec<Vec<f32>>, Vec<SentenceAttention>)> = pieces
+        .batches(batching)
+        .into_par_iter()
+        .map(|ids| {
+            let batch = pad(&pieces.pieces, &ids);
+            let input = TaggerInput::<B>::from_padded(&batch, device);
+            let out = model.forward(&input, attention);
+            let e: Vec<f32> = out.emissions.into_data().iter::<f32>().collect(); // [b, L, T]
+            let per_piece: Vec<Vec<f32>> = ids
+                .iter()
+                .enumerate()
+                .map(|(b, &p)| e[b * batch.len * t..(b * batch.len + pieces.lengths[p]) * t].to_vec())
+                .collect();
+            let maps = if attention { attention_maps(out.attention, &ids, &pieces.lengths) } else { Vec::new() };
+            (ids, per_piece, maps)
+        })
+        .collect();
+    let mut emissions = vec![Vec::new(); pieces.pieces.len()];
+    let mut by_piece: Vec<Option<SentenceAttention>> = vec![None; pieces.pieces.len()];
+    for (ids, per_piece, maps) in results {
+        for (k, (&p, e)) in ids.iter().zip(per_piece).enumerate() {
+            emissions[p] = e;
+            if let Some(m) = maps.get(k) {
+                by_piece[p] = Some(m.clone());
+            }
+        }
+    }
+    // A sentence's attention is its piece's when it was tagged whole.
+    let attention =
+        pieces.of.iter().map(|r| if r.len() == 1 { by_piece[r.start].take() } else { None }).collect::<Vec<_>>();
+    Emitted { emissions, attention }
+}
+
+/// Per piece of the batch, its attention over its real tokens, from the
+/// layers' `[b, H, L, L]` weights.
+fn attention_maps<B: SeqBackend>(
+    layers: Vec<burn::tensor::Tensor<B, 4>>,
+    ids: &[usize],
+    lengths: &[usize],
+) -> Vec<SentenceAttention> {
+    let mut maps: Vec<SentenceAttention> =
+        ids.iter().map(|&p| SentenceAttention { heads: 0, len: lengths[p], layers: Vec::new() }).collect();
+    for w in layers {
+        let [_, h, lp, _] = w.dims();
+        let values: Vec<f32> = w.into_data().iter::<f32>().collect();
+        for (b, m) in maps.iter_mut().enumerate() {
+            let n = m.len;
+            m.heads = h;
+            let mut a = Vec::with_capacity(h * n * n);
+            for head in 0..h {
+                for i in 0..n {
+                    let row = ((b * h + head) * lp + i) * lp;
+                    a.extend_from_slice(&values[row..row + n]);
+                }
+            }
+            m.layers.push(a);
+        }
+    }
+    maps
+}
+
+/// Decodes every sentence's stitched emissions on the host, in parallel
+/// chunks, and maps the paths back to the data's tag scheme.
+fn decode<B: SeqBackend>(model: &Tagger<B>, vocabs: &Vocabs, stitched: &[Vec<f32>], confidence: bool) -> Vec<Tagged> {
+    let tag_set = vocabs.parsed_tags();
+    let t = tag_set.len();
+    stitched
+        .par_chunks(32)
+        .flat_map_iter(|chunk| {
+            let sentences: Vec<&[f32]> = chunk.iter().map(Vec::as_slice).collect();
+            let paths = model.decode_host(&sentences);
+            let probs = confidence.then(|| model.probabilities_host(&sentences));
+            let tag_set = &tag_set;
+            paths.into_iter().enumerate().map(move |(k, path)| {
+                let marginals = probs.as_ref().map(|p| p[k].clone());
+                let confidence =
+                    marginals.as_ref().map(|m| path.iter().enumerate().map(|(pos, &y)| m[pos * t + y]).collect());
+                // Back to the data's scheme, through spans.
+                let tagger_tags: Vec<Tag> = path.iter().map(|&y| tag_set[y].clone()).collect();
+                let tags = corpus::tags::convert(&tagger_tags, vocabs.scheme, vocabs.data_scheme);
+                Tagged { tags, confidence, marginals, attention: None }
+            })
+        })
+        .collect()
+}
+
+/// conlleval counts of predictions against the gold tags of `sentences`.
+pub fn score_predictions(sentences: &[Sentence], predicted: &[Tagged]) -> Counts {
+    score(sentences.iter().zip(predicted).map(|(s, p)| (s.tags.as_slice(), p.tags.as_slice())), Mode::Conlleval)
+}
+
+/// The conlleval-format predictions file: `token gold predicted` per line.
+pub fn predictions_file(sentences: &[Sentence], predicted: &[Tagged]) -> String {
+    let rows: Vec<(usize, Vec<Vec<String>>)> = sentences
+        .iter()
+        .zip(predicted)
+        .map(|(s, p)| {
+            let rows = s
+                .tokens
+                .iter()
+                .zip(&s.tags)
+                .zip(&p.tags)
+                .map(|((w, g), y)| vec![w.clone(), g.to_string(), y.to_string()])
+                .collect();
+            (0, rows)
+        })
+        .collect();
+    corpus::reader::format_columns(
+        rows.iter().map(|(d, r)| (*d, r.iter().map(|row| row.iter().map(String::as_str).collect()).collect())),
+    )
+}

@@ -1,0 +1,118 @@
+//! The end of a training run: the best model on dev and test (scores,
+//! predictions files, answers for QA), `summary.json`, and the head
+//! diagnostics of attention taggers (`heads.csv`).
+
+use crate::config::RunConfig;
+use crate::infer::{self, Request, Tagged};
+use crate::model::{build_model, decoder_name, encoder_name};
+use crate::prep::{EvalSplit, Prepared};
+use crate::rundir::{self, QaMetrics, SplitMetrics, Summary, TrainState};
+use crate::trainer::TrainOptions;
+use anyhow::Result;
+use corpus::SplitName;
+use encoders::ops::SeqBackend;
+use encoders::Tagger;
+
+/// Scores the run's best model on dev and test, writes their predictions
+/// and `summary.json`, and the head diagnostics; returns the summary.
+pub fn finish<B: SeqBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    opts: &TrainOptions,
+    state: &TrainState,
+    epochs: usize,
+    params: usize,
+    device: &B::Device,
+) -> Result<Summary> {
+    let out = opts.out;
+    let best = rundir::load_module::<B, _>(
+        build_model::<B>(cfg, &prep.vocabs, None, device),
+        &out.join(rundir::MODEL),
+        device,
+    )?;
+    let mut metrics = [None, None];
+    let mut qa = None;
+    for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
+        if let Some(split) = prep.split(name) {
+            let (m, q) = score_split(cfg, prep, split, &best, opts, device)?;
+            metrics[k] = Some(m);
+            qa = q.or(qa);
+        }
+    }
+    let [dev, test] = metrics;
+    let summary = Summary {
+        name: cfg.name.clone(),
+        encoder: encoder_name(cfg),
+        decoder: decoder_name(cfg),
+        dataset: prep.dataset.clone(),
+        seed: cfg.seed,
+        device: opts.device_name.to_string(),
+        params,
+        epochs,
+        best_epoch: state.best_epoch,
+        train_seconds: state.train_seconds,
+        tokens_per_second: state.train_tokens as f64 / state.train_seconds.max(1e-9),
+        dev,
+        test,
+        qa,
+    };
+    rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
+    head_diagnostics(cfg, prep, &best, opts, device);
+    Ok(summary)
+}
+
+/// Tags one split with the best model and writes its predictions
+/// (`predictions.SPLIT.conll`, and for QA `predictions.SPLIT.json`): its
+/// tagging scores and, for QA, its answer scores.
+fn score_split<B: SeqBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    split: &EvalSplit,
+    best: &Tagger<B>,
+    opts: &TrainOptions,
+    device: &B::Device,
+) -> Result<(SplitMetrics, Option<QaMetrics>)> {
+    let name = split.name.as_str();
+    // QA picks the most confident span: ask for the confidences.
+    let request = Request::tagging(cfg.data.windows()).with_confidence(split.qa.is_some());
+    let tagged: Vec<Tagged> = infer::tag(best, &prep.vocabs, &split.encoded, &request, device).tagged;
+    let metrics = SplitMetrics::from(infer::score_predictions(&split.sentences, &tagged).report());
+    let out = opts.out;
+    corpus::io::write_atomic(
+        &out.join(format!("predictions.{name}.conll")),
+        infer::predictions_file(&split.sentences, &tagged),
+    )?;
+    let Some(items) = &split.qa else { return Ok((metrics, None)) };
+    let answers = crate::qa::answers(items, &tagged, &prep.tags);
+    let score = crate::qa::score(items, &answers);
+    corpus::io::write_atomic(
+        &out.join(format!("predictions.{name}.json")),
+        crate::qa::predictions_json(items, &answers),
+    )?;
+    let qa = QaMetrics { split: name.into(), exact_match: score.exact_match, f1: score.f1, questions: score.questions };
+    Ok((metrics, Some(qa)))
+}
+
+/// Head diagnostics on dev: heads.csv, and a warning when half the heads
+/// collapsed (not for question [SEP] context: its attention spans the
+/// question too). Best effort: a failure is a warning.
+fn head_diagnostics<B: SeqBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    best: &Tagger<B>,
+    opts: &TrainOptions,
+    device: &B::Device,
+) {
+    let joint = cfg.model.question == encoders::QuestionMode::Concat;
+    let Some(dev) = prep.split(SplitName::Dev) else { return };
+    if best.attention_layers() == 0 || joint {
+        return;
+    }
+    let stats = crate::analysis::diagnose(best, &prep.vocabs, &dev.sentences, &dev.encoded, device);
+    if let Err(e) = crate::analysis::write_heads_csv(&opts.out.join("heads.csv"), &stats) {
+        opts.reporter.message(&format!("warning: head diagnostics not written: {e:#}"));
+    }
+    if let Some(w) = crate::analysis::collapse_warning(&stats) {
+        opts.reporter.message(&format!("warning: {w}"));
+    }
+}

@@ -1,0 +1,364 @@
+//! The one training step, used by `seqlab train`, `bench train` and `bench
+//! memory`: word dropout, forward and backward (cut into concurrent parts
+//! on the CPU), the finiteness check, the optimizer update.
+
+use crate::config::{OptimizerKind, RunConfig};
+use burn::module::{AutodiffModule, ModuleVisitor, Param};
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{
+    Adam, AdamConfig, AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer, Sgd, SgdConfig,
+};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use corpus::batch::PaddedBatch;
+use corpus::vocab::UNK_ID;
+use encoders::input::tags_tensor;
+use encoders::ops::SeqBackend;
+use encoders::{Tagger, TaggerInput};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The optimizers a config can name.
+#[derive(Clone)]
+pub enum Opt<B: AutodiffBackend> {
+    Adam(OptimizerAdaptor<Adam, Tagger<B>, B>),
+    AdamW(OptimizerAdaptor<AdamW, Tagger<B>, B>),
+    Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, Tagger<B>, B>),
+}
+
+impl<B: AutodiffBackend> Opt<B> {
+    pub fn new(cfg: &RunConfig) -> Self {
+        let t = &cfg.train;
+        let clip = (t.grad_clip > 0.0).then(|| GradientClippingConfig::Norm(t.grad_clip as f32));
+        let decay = (t.weight_decay > 0.0).then(|| WeightDecayConfig::new(t.weight_decay as f32));
+        match t.optimizer {
+            OptimizerKind::Adam => {
+                Opt::Adam(AdamConfig::new().with_weight_decay(decay).with_grad_clipping(clip).init())
+            }
+            OptimizerKind::Adamw => {
+                Opt::AdamW(AdamWConfig::new().with_weight_decay(t.weight_decay as f32).with_grad_clipping(clip).init())
+            }
+            OptimizerKind::Sgd => Opt::Sgd(
+                SgdConfig::new()
+                    .with_weight_decay(decay)
+                    .with_momentum((t.momentum > 0.0).then(|| MomentumConfig::new().with_momentum(t.momentum)))
+                    .with_gradient_clipping(clip)
+                    .init(),
+            ),
+        }
+    }
+
+    pub fn step(&mut self, lr: f64, model: Tagger<B>, grads: GradientsParams) -> Tagger<B> {
+        match self {
+            Opt::Adam(o) => o.step(lr, model, grads),
+            Opt::AdamW(o) => o.step(lr, model, grads),
+            Opt::Sgd(o) => o.step(lr, model, grads),
+        }
+    }
+}
+
+/// A model and its optimizer: what a training step updates.
+pub struct Learner<B: AutodiffBackend> {
+    /// Always `Some` between steps (taken while the optimizer updates it).
+    model: Option<Tagger<B>>,
+    pub opt: Opt<B>,
+    /// Word dropout: a training token's word id becomes UNK with this probability.
+    pub word_dropout: f64,
+}
+
+impl<B: AutodiffBackend + SeqBackend> Learner<B> {
+    pub fn new(model: Tagger<B>, opt: Opt<B>, word_dropout: f64) -> Self {
+        Learner { model: Some(model), opt, word_dropout }
+    }
+
+    pub fn model(&self) -> &Tagger<B> {
+        self.model.as_ref().expect("the model is back after every step")
+    }
+
+    /// The model as it is now, on the inference backend.
+    pub fn valid(&self) -> Tagger<B::InnerBackend> {
+        self.model().valid()
+    }
+
+    /// One training step on `batch` at learning rate `lr`, every random draw
+    /// (dropout masks, word dropout) from `seed`: the mean loss, or why the
+    /// step was not taken (a non-finite loss or gradient; the model is then
+    /// unchanged).
+    pub fn step(&mut self, batch: &PaddedBatch, seed: u64, lr: f64, device: &B::Device) -> Result<f64, String> {
+        encoders::dropout::seed_all::<B>(device, seed);
+        let dropped;
+        let batch = if self.word_dropout > 0.0 {
+            dropped = word_dropout(batch, self.word_dropout, seed);
+            &dropped
+        } else {
+            batch
+        };
+        let model = self.model.take().expect("the model is back after every step");
+        let (value, grads) = loss_and_grads(&model, batch, seed, device);
+        let bad = if !value.is_finite() {
+            Some(format!("the loss is {value}"))
+        } else if !gradients_finite(&model, &grads) {
+            Some("a gradient is NaN or infinite".to_string())
+        } else {
+            None
+        };
+        self.model = Some(match bad {
+            None => self.opt.step(lr, model, grads),
+            Some(_) => model,
+        });
+        bad.map_or(Ok(value), Err)
+    }
+
+    /// The model and optimizer, for a checkpoint.
+    pub fn parts(&self) -> (&Tagger<B>, &Opt<B>) {
+        (self.model(), &self.opt)
+    }
+}
+
+/// `batch` with each real token's word id replaced by UNK with probability `p`.
+fn word_dropout(batch: &PaddedBatch, p: f64, seed: u64) -> PaddedBatch {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut batch = batch.clone();
+    for (w, &real) in batch.words.iter_mut().zip(&batch.mask) {
+        if real && rng.random_bool(p) {
+            *w = UNK_ID as i64;
+        }
+    }
+    batch
+}
+
+/// The mean loss of a training batch and its gradients. The batch is cut
+/// into [`SeqBackend::train_shards`] parts (one on a GPU; parts of 16
+/// sentences or more on the CPU backends) whose forward and backward passes
+/// run concurrently, each on a fork of the model (its own autodiff graph,
+/// the same parameters) in a thread pool of its own; part `k` draws its
+/// dropout masks from `seed + k`.
+/// Each part's mean loss is weighted by its share of the sentences, so the
+/// loss and the summed gradients are those of the whole batch.
+pub fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
+    model: &Tagger<B>,
+    batch: &PaddedBatch,
+    seed: u64,
+    device: &B::Device,
+) -> (f64, GradientsParams) {
+    loss_and_grads_in(model, batch, B::train_shards(batch.batch), seed, device)
+}
+
+/// [`loss_and_grads`] with `shards` parts.
+pub(crate) fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
+    model: &Tagger<B>,
+    batch: &PaddedBatch,
+    shards: usize,
+    seed: u64,
+    device: &B::Device,
+) -> (f64, GradientsParams) {
+    let part_loss = |k: usize, part: &PaddedBatch, model: &Tagger<B>| {
+        encoders::dropout::with_seed(seed.wrapping_add(k as u64), || {
+            let input = TaggerInput::<B>::from_padded(part, device);
+            let gold = tags_tensor::<B>(part, device).expect("training batches carry tags");
+            let loss = model.loss(&input, gold).mul_scalar(part.batch as f64 / batch.batch.max(1) as f64);
+            let value: f64 = loss.clone().into_scalar().elem();
+            (value, GradientsParams::from_grads(loss.backward(), model))
+        })
+    };
+    if shards <= 1 {
+        return part_loss(0, batch, model);
+    }
+    // A clone of a lazily initialised parameter initialises on its own (other
+    // values): initialise the model's before the parts copy them.
+    initialise(model);
+    // Each part runs in a rayon pool of its own (the threads shared out
+    // among the parts): Burn's autodiff holds a graph's lock for its whole
+    // backward pass (and takes every graph's lock to clean up after one),
+    // while the operations inside use the pool. In one shared pool a thread
+    // waiting inside one part's backward pass could pick up another part
+    // and wait for a lock it holds itself; in a pool of its own, a part's
+    // threads only ever run that part.
+    let parts = batch.split(shards);
+    let threads = rayon::current_num_threads() / parts.len();
+    if threads == 0 {
+        // Fewer threads than parts: one after another, to the same result.
+        let parts: Vec<(f64, GradientsParams)> =
+            parts.iter().enumerate().map(|(k, part)| part_loss(k, part, model)).collect();
+        return sum_parts(model, parts);
+    }
+    let pools: Vec<rayon::ThreadPool> = (0..parts.len())
+        .map(|_| rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool"))
+        .collect();
+    let parts: Vec<(f64, GradientsParams)> = std::thread::scope(|scope| {
+        let running: Vec<_> = parts
+            .iter()
+            .zip(&pools)
+            .enumerate()
+            .map(|(k, (part, pool))| {
+                scope.spawn(move || pool.install(|| part_loss(k, part, &model.clone().fork(device))))
+            })
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    sum_parts(model, parts)
+}
+
+/// The parts' losses and gradients added up, in part order (the same result
+/// whichever part finished first).
+fn sum_parts<B: AutodiffBackend>(model: &Tagger<B>, parts: Vec<(f64, GradientsParams)>) -> (f64, GradientsParams) {
+    let mut sum = GradientsAccumulator::new();
+    let mut value = 0.0;
+    for (v, grads) in parts {
+        value += v;
+        sum.accumulate(model, grads);
+    }
+    (value, sum.grads())
+}
+
+/// Initialises every lazily initialised parameter of `model` (Burn creates
+/// parameters lazily; each clone of an uninitialised one would draw its own
+/// values).
+fn initialise<B: Backend, M: Module<B>>(model: &M) {
+    struct Touch;
+    impl<B: Backend> ModuleVisitor<B> for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+        fn visit_int<const D: usize>(&mut self, param: &Param<Tensor<B, D, Int>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+        fn visit_bool<const D: usize>(&mut self, param: &Param<Tensor<B, D, Bool>>) {
+            if !param.is_initialized() {
+                let _ = param.val();
+            }
+        }
+    }
+    model.visit(&mut Touch);
+}
+
+/// Whether every gradient is finite: Σ 0·g is 0 exactly unless some
+/// element is NaN or ±∞ (one reduction per parameter, one read back).
+fn gradients_finite<B: AutodiffBackend>(model: &Tagger<B>, grads: &GradientsParams) -> bool {
+    struct Collect<'a, B: AutodiffBackend> {
+        grads: &'a GradientsParams,
+        sums: Vec<Tensor<B::InnerBackend, 1>>,
+    }
+    impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<'_, B> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
+                self.sums.push(g.mul_scalar(0.0).sum());
+            }
+        }
+    }
+    let mut c = Collect::<B> { grads, sums: Vec::new() };
+    model.visit(&mut c);
+    if c.sums.is_empty() {
+        return true;
+    }
+    let total: f64 = Tensor::cat(c.sums, 0).sum().into_scalar().elem();
+    total.is_finite()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::build_model;
+    use burn::backend::{Autodiff, Flex};
+    use corpus::batch::pad;
+    use corpus::toy::{generate, Lang};
+    use corpus::vocab::Normalize;
+    use corpus::Scheme;
+    use corpus::Vocabs;
+    use encoders::EncoderKind;
+
+    type A = Autodiff<Flex>;
+
+    /// Every parameter's gradient, in module order.
+    fn flat(model: &Tagger<A>, grads: &GradientsParams) -> Vec<Vec<f32>> {
+        struct Collect<'a> {
+            grads: &'a GradientsParams,
+            out: Vec<Vec<f32>>,
+        }
+        impl ModuleVisitor<A> for Collect<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<A, D>>) {
+                let g = self.grads.get::<Flex, D>(param.id).expect("every parameter has a gradient");
+                self.out.push(g.into_data().to_vec().unwrap());
+            }
+        }
+        let mut c = Collect { grads, out: Vec::new() };
+        model.visit(&mut c);
+        c.out
+    }
+
+    /// A batch of 40 generated sentences and a model of `kind` for them.
+    fn setup(kind: EncoderKind, dropout: f64) -> (Tagger<A>, PaddedBatch) {
+        let data = generate(Lang::En, 40, 5);
+        let labels: Vec<String> = data
+            .iter()
+            .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
+        let vocabs =
+            Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+        let encoded: Vec<_> =
+            data.iter().map(|(t, sp)| vocabs.encode(t, Some(&Scheme::Bioes.encode(t.len(), sp)), 20)).collect();
+        let mut cfg = RunConfig::default();
+        cfg.model.encoder.kind = kind;
+        cfg.model.encoder.attention.d_model = 16;
+        cfg.model.encoder.attention.ffn = 32;
+        cfg.model.encoder.attention.dropout = dropout;
+        cfg.model.encoder.attention.attention_dropout = dropout;
+        cfg.model.encoder.bilstm.hidden = 8;
+        cfg.model.encoder.bilstm.dropout = dropout;
+        cfg.model.features.dropout = dropout;
+        let device = Default::default();
+        A::seed(&device, 11);
+        let model = build_model::<A>(&cfg, &vocabs, None, &device);
+        (model, pad(&encoded, &(0..encoded.len()).collect::<Vec<_>>()))
+    }
+
+    /// Without dropout, a batch cut into parts gives the whole batch's loss
+    /// and gradients; with dropout, the same seed gives the same result
+    /// however the parts were scheduled.
+    #[test]
+    fn parts_of_a_batch_give_the_whole_batchs_loss_and_gradients() {
+        let device = Default::default();
+        for kind in [EncoderKind::Attention, EncoderKind::Bilstm] {
+            // Parts first, on a fresh model (Burn initialises parameters
+            // lazily): the parts must share its parameters, not initialise
+            // copies of their own.
+            let (model, batch) = setup(kind, 0.0);
+            let first = loss_and_grads_in(&model, &batch, 2, 3, &device);
+            let (whole, g_whole) = loss_and_grads_in(&model, &batch, 1, 3, &device);
+            let g_whole = flat(&model, &g_whole);
+            for (shards, (value, grads)) in [(2, first), (3, loss_and_grads_in(&model, &batch, 3, 3, &device))] {
+                assert!(
+                    (value - whole).abs() < 1e-4 * whole.abs(),
+                    "{kind:?}, {shards} parts: loss {value} vs {whole}"
+                );
+                for (i, (a, b)) in flat(&model, &grads).iter().zip(&g_whole).enumerate() {
+                    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+                    let scale = b.iter().map(|x| x.abs()).fold(1e-3f32, f32::max);
+                    assert!(worst <= 1e-3 * scale, "{kind:?}, {shards} parts, parameter {i}: off by {worst}");
+                }
+            }
+            // With dropout, from fresh models too.
+            let runs: Vec<(f64, Vec<Vec<f32>>)> = (0..3)
+                .map(|_| {
+                    let (model, batch) = setup(kind, 0.3);
+                    let (v, g) = loss_and_grads_in(&model, &batch, 3, 7, &device);
+                    (v, flat(&model, &g))
+                })
+                .collect();
+            let (model, batch) = setup(kind, 0.3);
+            assert!(runs.iter().all(|r| *r == runs[0]), "{kind:?}: the same seed must give the same gradients");
+            let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device);
+            assert_ne!(other, runs[0].0, "{kind:?}: another seed draws other dropout masks");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The training loop, generic over the autodiff backend: epochs of
+//! [`Learner::step`]s; dev F1 (or answer F1) after each epoch, the best
+//! model kept, early stopping, checkpoints; then [`crate::report`] scores
+//! the best model on dev and test and writes the run folder's summary.
+
+use crate::checkpoint::{self, Interrupt, Interrupted};
+use crate::config::{OnNan, RunConfig};
+use crate::infer::{self, Request};
+use crate::model::build_model;
+use crate::prep::{EvalSplit, Prepared};
+use crate::reporter::{Progress, Reporter};
+use crate::rundir::{self, EpochRow, EpochSoFar, Summary, TrainState};
+use crate::step::{Learner, Opt};
+use anyhow::{bail, Result};
+use burn::module::Module;
+use burn::tensor::backend::AutodiffBackend;
+use corpus::batch::{pad, plan_batches, PaddedBatch};
+use corpus::SplitName;
+use encoders::ops::SeqBackend;
+use std::path::Path;
+use std::time::Instant;
+
+pub struct TrainOptions<'a> {
+    pub out: &'a Path,
+    pub device_name: &'a str,
+    /// No progress bar or epoch lines (tests, logs); warnings still go out.
+    pub quiet: bool,
+    /// Continue from the newest intact checkpoint in `out`.
+    pub resume: bool,
+    pub reporter: &'a dyn Reporter,
+}
+
+/// Trains, writes the run folder, returns the summary.
+pub fn train<B: AutodiffBackend + SeqBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    opts: &TrainOptions,
+    device: &B::Device,
+) -> Result<Summary>
+where
+    B::InnerBackend: SeqBackend,
+{
+    encoders::dropout::seed_all::<B>(device, cfg.seed);
+    let _lock = start_run(cfg, prep, opts)?;
+    let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
+    let params = model.num_params();
+    let mut run = Training::<B>::start(cfg, prep, opts, model, device)?;
+    run.epochs()?;
+    if run.state.skipped_batches > 0 {
+        opts.reporter.message(&format!(
+            "warning: {} batches were skipped for a NaN or infinite loss or gradient",
+            run.state.skipped_batches
+        ));
+    }
+    crate::report::finish::<B::InnerBackend>(cfg, prep, opts, &run.state, run.rows.len(), params, device)
+}
+
+/// Takes the run folder and writes its config (and, for a fresh run, the
+/// vocabularies, clearing checkpoints an earlier run left there).
+fn start_run(cfg: &RunConfig, prep: &Prepared, opts: &TrainOptions) -> Result<rundir::RunLock> {
+    let out = opts.out;
+    let lock = rundir::RunLock::acquire(out)?;
+    if let Some(note) = &lock.taken_over {
+        opts.reporter.message(note);
+    }
+    corpus::io::write_atomic(&out.join(rundir::CONFIG), crate::config::to_toml(cfg))?;
+    if !opts.resume {
+        prep.vocabs.save(&out.join(rundir::VOCAB))?;
+        // Checkpoints of an earlier run in this folder must not be resumed into this one.
+        checkpoint::remove_all(out);
+    }
+    if prep.train.iter().any(|e| e.tags.is_none()) {
+        bail!("a training sentence has a tag outside the tag vocabulary");
+    }
+    Ok(lock)
+}
+
+/// Sums over the batches of one epoch so far.
+#[derive(Clone, Copy)]
+struct Sums {
+    loss: f64,
+    tokens: usize,
+    sentences: usize,
+    lr: f64,
+}
+
+/// A training run in progress: what the loop and the checkpoints carry.
+struct Training<'a, B: AutodiffBackend> {
+    cfg: &'a RunConfig,
+    prep: &'a Prepared,
+    opts: &'a TrainOptions<'a>,
+    device: &'a B::Device,
+    learner: Learner<B>,
+    /// Everything a checkpoint holds; the loop keeps it current.
+    state: TrainState,
+    rows: Vec<EpochRow>,
+    lengths: Vec<usize>,
+    total_steps: usize,
+    started: Instant,
+    wall_before: f64,
+    interrupt: Interrupt,
+}
+
+/// What ends the epoch loop early.
+enum Stop {
+    Continue,
+    Break,
+}
+
+impl<'a, B: AutodiffBackend + SeqBackend> Training<'a, B>
+where
+    B::InnerBackend: SeqBackend,
+{
+    /// A fresh run, or the one resumed from `opts.out`'s newest checkpoint.
+    fn start(
+        cfg: &'a RunConfig,
+        prep: &'a Prepared,
+        opts: &'a TrainOptions<'a>,
+        model: encoders::Tagger<B>,
+        device: &'a B::Device,
+    ) -> Result<Self> {
+        let (mut model, mut opt, mut state, mut rows) = (model, Opt::<B>::new(cfg), TrainState::default(), Vec::new());
+        if opts.resume {
+            (model, opt, state) = checkpoint::load::<B>(model, opt, opts.out, device, opts.reporter)?;
+            rows = rundir::read_metrics(&opts.out.join(rundir::METRICS))?;
+            rows.truncate(state.epoch);
+            if !opts.quiet {
+                let out = opts.out.display();
+                opts.reporter.message(&format!("resuming {out} after {} (step {})", state.position(), state.step));
+            }
+        }
+        let lengths: Vec<usize> = prep.train.iter().map(|e| e.len()).collect();
+        let total_steps = plan_batches(&lengths, cfg.train.batch(), Some(0)).len() * cfg.train.epochs;
+        let wall_before = state.wall_seconds;
+        Ok(Training {
+            cfg,
+            prep,
+            opts,
+            device,
+            learner: Learner::new(model, opt, cfg.train.word_dropout),
+            state,
+            rows,
+            lengths,
+            total_steps,
+            started: Instant::now(),
+            wall_before,
+            interrupt: Interrupt::install(),
+        })
+    }
+
+    /// Seconds of training, this process's and those before a resume.
+    fn wall(&self) -> f64 {
+        self.wall_before + self.started.elapsed().as_secs_f64()
+    }
+
+    fn stopped_early(&self) -> bool {
+        self.cfg.train.patience > 0 && self.state.since_best >= self.cfg.train.patience
+    }
+
+    /// Every epoch still to run.
+    fn epochs(&mut self) -> Result<()> {
+        let epochs = self.cfg.train.epochs;
+        let first = if self.stopped_early() { epochs + 1 } else { self.state.epoch + 1 };
+        let mut resumed = std::mem::take(&mut self.state.partial);
+        for epoch in first..=epochs {
+            let (sums, seconds) = self.epoch(epoch, std::mem::take(&mut resumed))?;
+            if let Stop::Break = self.end_epoch(epoch, sums, seconds)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The batches of one epoch (from `so_far.batches` on, when resumed):
+    /// the epoch's sums and seconds.
+    fn epoch(&mut self, epoch: usize, so_far: EpochSoFar) -> Result<(Sums, f64)> {
+        let (cfg, t) = (self.cfg, &self.cfg.train);
+        let batches =
+            plan_batches(&self.lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
+        let bar = if self.opts.quiet {
+            crate::reporter::Silent.progress(0, "")
+        } else {
+            self.opts.reporter.progress(batches.len() as u64, &format!("{epoch}/{}", t.epochs))
+        };
+        bar.set_position(so_far.batches as u64);
+        let started = Instant::now();
+        let seconds = |started: &Instant| so_far.seconds + started.elapsed().as_secs_f64();
+        let mut sums = Sums { loss: so_far.loss_sum, tokens: so_far.tokens, sentences: so_far.sentences, lr: t.lr };
+        for (b, ids) in batches.iter().enumerate().skip(so_far.batches) {
+            let batch = pad(&self.prep.train, ids);
+            let stepped = self.batch(epoch, b, batches.len(), &batch, &mut sums, bar.as_ref())?;
+            bar.inc(1);
+            bar.set_message(format!(
+                "loss {:.3}  {:.0} tok/s",
+                sums.loss / sums.sentences.max(1) as f64,
+                sums.tokens as f64 / seconds(&started).max(1e-9)
+            ));
+            let done = b + 1;
+            let interrupted = self.interrupt.requested();
+            let due = stepped && t.checkpoint_every > 0 && self.state.step % t.checkpoint_every == 0;
+            if done < batches.len() && (interrupted || due) {
+                // The epoch's own sums go in `partial`; the run's totals keep finished epochs only.
+                self.state.partial = EpochSoFar {
+                    batches: done,
+                    loss_sum: sums.loss,
+                    tokens: sums.tokens,
+                    sentences: sums.sentences,
+                    seconds: seconds(&started),
+                };
+                self.save_checkpoint()?;
+                if interrupted {
+                    bar.finish();
+                    return Err(self.interrupted());
+                }
+            }
+        }
+        bar.finish();
+        Ok((sums, seconds(&started)))
+    }
+
+    /// One batch: a step, or the NaN policy when the step fails. Whether
+    /// the model was updated.
+    fn batch(
+        &mut self,
+        epoch: usize,
+        b: usize,
+        of: usize,
+        batch: &PaddedBatch,
+        sums: &mut Sums,
+        bar: &dyn Progress,
+    ) -> Result<bool> {
+        let t = &self.cfg.train;
+        // Every batch draws from seeds of its own (dropout, word dropout),
+        // so a run resumed from any checkpoint continues exactly as the
+        // uninterrupted run would have.
+        let seed = self.cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(((epoch as u64) << 32) | b as u64);
+        let lr = t.lr_at(self.state.step, self.total_steps, epoch - 1);
+        match self.learner.step(batch, seed, lr, self.device) {
+            Ok(loss) => {
+                sums.lr = lr;
+                self.state.step += 1;
+                sums.loss += loss * batch.batch as f64;
+                sums.tokens += batch.lengths.iter().sum::<usize>();
+                sums.sentences += batch.batch;
+                Ok(true)
+            }
+            Err(what) => {
+                let cause = likely_cause(batch, &self.prep.train_origin, sums.lr);
+                if t.on_nan == OnNan::Stop {
+                    bar.finish();
+                    bail!(
+                        "epoch {epoch}, batch {} of {of}: {what}; {cause}. The run stopped here; {}, or set train.on_nan = \"skip\"",
+                        b + 1,
+                        self.what_now()
+                    );
+                }
+                self.state.skipped_batches += 1;
+                let warning = format!("warning: epoch {epoch}, batch {}: {what}; batch skipped ({cause})", b + 1);
+                if self.opts.quiet {
+                    self.opts.reporter.message(&warning);
+                } else {
+                    bar.message(&warning);
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// What a user can do after a run stopped on a non-finite loss.
+    fn what_now(&self) -> String {
+        let out = self.opts.out;
+        match rundir::checkpoints(out).first() {
+            Some(at) => format!(
+                "its last checkpoint ({at}) is untouched: edit {} (a lower train.lr, say) and run `seqlab train --resume {}`",
+                out.join(rundir::CONFIG).display(),
+                out.display()
+            ),
+            None => "no checkpoint was written yet: change the config (a lower train.lr, say) and train again".into(),
+        }
+    }
+
+    fn save_checkpoint(&mut self) -> Result<()> {
+        self.state.wall_seconds = self.wall();
+        let (model, opt) = self.learner.parts();
+        checkpoint::save(model, opt, &self.state, self.opts.out)
+    }
+
+    fn interrupted(&self) -> anyhow::Error {
+        Interrupted { out: self.opts.out.to_path_buf(), at: self.state.position() }.into()
+    }
+
+    /// After an epoch: dev scores, the best model kept, metrics.csv, a
+    /// checkpoint; whether to go on.
+    fn end_epoch(&mut self, epoch: usize, sums: Sums, seconds: f64) -> Result<Stop> {
+        let t = &self.cfg.train;
+        self.state.epoch = epoch;
+        self.state.partial = Default::default();
+        self.state.train_seconds += seconds;
+        self.state.train_tokens += sums.tokens;
+        let mut row = EpochRow {
+            epoch,
+            train_loss: sums.loss / self.prep.train.len().max(1) as f64,
+            dev_precision: f64::NAN,
+            dev_recall: f64::NAN,
+            dev_f1: f64::NAN,
+            seconds,
+            tokens_per_second: sums.tokens as f64 / seconds.max(1e-9),
+            lr: sums.lr,
+        };
+        let evaluate_now = epoch % t.eval_every.max(1) == 0 || epoch == t.epochs;
+        let inner = self.learner.valid();
+        let dev = self.prep.split(SplitName::Dev);
+        let (improved, selected) = match (dev, evaluate_now) {
+            (Some(dev), true) => {
+                let selected = score_dev(self.cfg, self.prep, dev, &inner, &mut row, self.device);
+                (self.state.best_f1.is_none_or(|best| selected > best), selected)
+            }
+            // Without a dev split the last epoch is the best one.
+            (None, _) => (true, f64::NAN),
+            (Some(_), false) => (false, f64::NAN),
+        };
+        if improved {
+            self.state.best_f1 = selected.is_finite().then_some(selected);
+            self.state.best_epoch = epoch;
+            self.state.since_best = 0;
+            rundir::save_module::<B::InnerBackend, _>(&inner, &self.opts.out.join(rundir::MODEL))?;
+        } else if evaluate_now {
+            self.state.since_best += 1;
+        }
+        if !self.opts.quiet {
+            let qa = dev.is_some_and(|d| d.qa.is_some());
+            self.opts.reporter.message(&epoch_line(&row, qa.then_some(selected), improved));
+        }
+        self.rows.push(row);
+        rundir::write_metrics(&self.opts.out.join(rundir::METRICS), &self.rows)?;
+        self.save_checkpoint()?;
+        if self.interrupt.requested() {
+            return Err(self.interrupted());
+        }
+        Ok(self.stop_now(epoch))
+    }
+
+    /// Early stopping and the time cap.
+    fn stop_now(&self, epoch: usize) -> Stop {
+        let t = &self.cfg.train;
+        if self.stopped_early() {
+            if !self.opts.quiet {
+                self.opts.reporter.message(&format!("early stop: no better dev F1 for {} epochs", t.patience));
+            }
+            return Stop::Break;
+        }
+        let minutes = self.wall() / 60.0;
+        if t.max_minutes > 0.0 && minutes >= t.max_minutes && epoch < t.epochs {
+            if !self.opts.quiet {
+                let cap = t.max_minutes;
+                self.opts.reporter.message(&format!("stop: {minutes:.1} minutes used of train.max_minutes = {cap}"));
+            }
+            return Stop::Break;
+        }
+        Stop::Continue
+    }
+}
+
+/// Scores `dev` with the model as it is now, filling the row's dev
+/// columns; returns the metric the best model is chosen on: entity F1, or
+/// for extractive QA answer F1 (the Viterbi path can tag no span while the
+/// marginals already pick answers).
+fn score_dev<B: SeqBackend>(
+    cfg: &RunConfig,
+    prep: &Prepared,
+    dev: &EvalSplit,
+    model: &encoders::Tagger<B>,
+    row: &mut EpochRow,
+    device: &B::Device,
+) -> f64 {
+    let request = Request::tagging(cfg.data.windows()).with_confidence(dev.qa.is_some());
+    let tagged = infer::tag(model, &prep.vocabs, &dev.encoded, &request, device).tagged;
+    let r = infer::score_predictions(&dev.sentences, &tagged).report();
+    row.dev_precision = r.overall.precision;
+    row.dev_recall = r.overall.recall;
+    row.dev_f1 = r.overall.f1;
+    match &dev.qa {
+        Some(items) => crate::qa::score(items, &crate::qa::answers(items, &tagged, &prep.tags)).f1,
+        None => r.overall.f1,
+    }
+}
+
+/// The line printed after each epoch.
+fn epoch_line(row: &EpochRow, answer_f1: Option<f64>, improved: bool) -> String {
+    format!(
+        "epoch {:>3}  loss {:>9.4}  dev P {:.4} R {:.4} F1 {:.4}{}{}  {:.1}s  {:.0} tok/s",
+        row.epoch,
+        row.train_loss,
+        row.dev_precision,
+        row.dev_recall,
+        row.dev_f1,
+        match answer_f1 {
+            Some(f1) if f1.is_finite() => format!("  answer F1 {f1:.4}"),
+            _ => String::new(),
+        },
+        if improved { " *" } else { "  " },
+        row.seconds,
+        row.tokens_per_second
+    )
+}
+
+/// The likeliest reason a batch's loss or gradient went non-finite.
+fn likely_cause(batch: &PaddedBatch, origin: &(std::path::PathBuf, Vec<usize>), lr: f64) -> String {
+    let (file, lines) = origin;
+    let at = |i: usize| lines.get(batch.ids[i]).map_or("?".to_string(), |l| format!("{}:{l}", file.display()));
+    if let Some(i) = batch.lengths.iter().position(|&n| n == 0) {
+        return format!("likely cause: an empty sentence at {}, whose row is fully masked", at(i));
+    }
+    let first: Vec<String> = (0..batch.ids.len().min(3)).map(at).collect();
+    format!(
+        "likely cause: a learning rate too high (train.lr = {lr:e}) or exploding gradients — lower train.lr or set train.grad_clip; the batch's sentences start at {}{}",
+        first.join(", "),
+        if batch.ids.len() > 3 { format!(" and {} more", batch.ids.len() - 3) } else { String::new() }
+    )
+}
