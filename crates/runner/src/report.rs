@@ -7,24 +7,33 @@ use crate::infer::{self, Request, Tagged};
 use crate::model::{build_model, decoder_name, encoder_name};
 use crate::prep::{EvalSplit, Prepared};
 use crate::rundir::{self, QaMetrics, SplitMetrics, Summary, TrainState};
-use crate::trainer::TrainOptions;
+use crate::reporter::Reporter;
 use anyhow::Result;
 use corpus::SplitName;
 use encoders::ops::SeqBackend;
 use encoders::Tagger;
+use std::path::Path;
+
+/// A training run whose loop has ended.
+pub struct Finished<'a> {
+    pub out: &'a Path,
+    pub device_name: &'a str,
+    pub state: &'a TrainState,
+    /// Epochs in metrics.csv.
+    pub epochs: usize,
+    pub params: usize,
+}
 
 /// Scores the run's best model on dev and test, writes their predictions
 /// and `summary.json`, and the head diagnostics; returns the summary.
 pub fn finish<B: SeqBackend>(
     cfg: &RunConfig,
     prep: &Prepared,
-    opts: &TrainOptions,
-    state: &TrainState,
-    epochs: usize,
-    params: usize,
+    run: &Finished,
+    reporter: &dyn Reporter,
     device: &B::Device,
 ) -> Result<Summary> {
-    let out = opts.out;
+    let (out, state) = (run.out, run.state);
     let best = rundir::load_module::<B, _>(
         build_model::<B>(cfg, &prep.vocabs, None, device),
         &out.join(rundir::MODEL),
@@ -34,7 +43,7 @@ pub fn finish<B: SeqBackend>(
     let mut qa = None;
     for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
         if let Some(split) = prep.split(name) {
-            let (m, q) = score_split(cfg, prep, split, &best, opts, device)?;
+            let (m, q) = score_split(cfg, prep, split, &best, out, device)?;
             metrics[k] = Some(m);
             qa = q.or(qa);
         }
@@ -46,9 +55,9 @@ pub fn finish<B: SeqBackend>(
         decoder: decoder_name(cfg),
         dataset: prep.dataset.clone(),
         seed: cfg.seed,
-        device: opts.device_name.to_string(),
-        params,
-        epochs,
+        device: run.device_name.to_string(),
+        params: run.params,
+        epochs: run.epochs,
         best_epoch: state.best_epoch,
         train_seconds: state.train_seconds,
         tokens_per_second: state.train_tokens as f64 / state.train_seconds.max(1e-9),
@@ -57,7 +66,7 @@ pub fn finish<B: SeqBackend>(
         qa,
     };
     rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
-    head_diagnostics(cfg, prep, &best, opts, device);
+    head_diagnostics(cfg, prep, &best, out, reporter, device);
     Ok(summary)
 }
 
@@ -69,7 +78,7 @@ fn score_split<B: SeqBackend>(
     prep: &Prepared,
     split: &EvalSplit,
     best: &Tagger<B>,
-    opts: &TrainOptions,
+    out: &Path,
     device: &B::Device,
 ) -> Result<(SplitMetrics, Option<QaMetrics>)> {
     let name = split.name.as_str();
@@ -77,7 +86,6 @@ fn score_split<B: SeqBackend>(
     let request = Request::tagging(cfg.data.windows()).with_confidence(split.qa.is_some());
     let tagged: Vec<Tagged> = infer::tag(best, &prep.vocabs, &split.encoded, &request, device).tagged;
     let metrics = SplitMetrics::from(infer::score_predictions(&split.sentences, &tagged).report());
-    let out = opts.out;
     corpus::io::write_atomic(
         &out.join(format!("predictions.{name}.conll")),
         infer::predictions_file(&split.sentences, &tagged),
@@ -100,7 +108,8 @@ fn head_diagnostics<B: SeqBackend>(
     cfg: &RunConfig,
     prep: &Prepared,
     best: &Tagger<B>,
-    opts: &TrainOptions,
+    out: &Path,
+    reporter: &dyn Reporter,
     device: &B::Device,
 ) {
     let joint = cfg.model.question == encoders::QuestionMode::Concat;
@@ -109,10 +118,10 @@ fn head_diagnostics<B: SeqBackend>(
         return;
     }
     let stats = crate::analysis::diagnose(best, &prep.vocabs, &dev.sentences, &dev.encoded, device);
-    if let Err(e) = crate::analysis::write_heads_csv(&opts.out.join("heads.csv"), &stats) {
-        opts.reporter.message(&format!("warning: head diagnostics not written: {e:#}"));
+    if let Err(e) = crate::analysis::write_heads_csv(&out.join("heads.csv"), &stats) {
+        reporter.message(&format!("warning: head diagnostics not written: {e:#}"));
     }
     if let Some(w) = crate::analysis::collapse_warning(&stats) {
-        opts.reporter.message(&format!("warning: {w}"));
+        reporter.message(&format!("warning: {w}"));
     }
 }

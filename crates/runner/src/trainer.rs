@@ -8,6 +8,7 @@ use crate::config::{OnNan, RunConfig};
 use crate::infer::{self, Request};
 use crate::model::build_model;
 use crate::prep::{EvalSplit, Prepared};
+use crate::report::Finished;
 use crate::reporter::{Progress, Reporter};
 use crate::rundir::{self, EpochRow, EpochSoFar, Summary, TrainState};
 use crate::step::{Learner, Opt};
@@ -52,7 +53,14 @@ where
             run.state.skipped_batches
         ));
     }
-    crate::report::finish::<B::InnerBackend>(cfg, prep, opts, &run.state, run.rows.len(), params, device)
+    let finished = Finished {
+        out: opts.out,
+        device_name: opts.device_name,
+        state: &run.state,
+        epochs: run.rows.len(),
+        params,
+    };
+    crate::report::finish::<B::InnerBackend>(cfg, prep, &finished, opts.reporter, device)
 }
 
 /// Takes the run folder and writes its config (and, for a fresh run, the
