@@ -313,3 +313,71 @@ pub fn predictions_file(sentences: &[Sentence], predicted: &[Tagged]) -> String 
         rows.iter().map(|(d, r)| (*d, r.iter().map(|row| row.iter().map(String::as_str).collect()).collect())),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunConfig;
+    use crate::model::build_model;
+    use burn::backend::Flex;
+    use corpus::toy::{generate, Lang};
+    use corpus::vocab::Normalize;
+    use corpus::Scheme;
+    use encoders::EncoderKind;
+
+    /// An untrained attention tagger and 30 generated sentences for it.
+    fn setup() -> (Tagger<Flex>, Vocabs, Vec<Encoded>) {
+        let data = generate(Lang::En, 30, 4);
+        let labels: Vec<String> = data
+            .iter()
+            .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
+        let vocabs =
+            Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+        let encoded = data.iter().map(|(t, _)| vocabs.encode(t, None, 20)).collect();
+        let mut cfg = RunConfig::default();
+        cfg.model.encoder.kind = EncoderKind::Attention;
+        cfg.model.encoder.attention.d_model = 16;
+        cfg.model.encoder.attention.ffn = 32;
+        let device = Default::default();
+        (build_model::<Flex>(&cfg, &vocabs, None, &device), vocabs, encoded)
+    }
+
+    #[test]
+    fn given_batches_tag_as_planned_ones_and_attention_comes_with_whole_sentences() {
+        let (model, vocabs, data) = setup();
+        let device = Default::default();
+        let planned = Request::tagging(Windows::NONE).with_confidence(true).with_attention();
+        let a = tag(&model, &vocabs, &data, &planned, &device).tagged;
+        // The sentences in other batches (pairs, in reverse order).
+        let groups: Vec<Vec<usize>> =
+            (0..data.len()).rev().collect::<Vec<_>>().chunks(2).map(<[usize]>::to_vec).collect();
+        let b = tag(&model, &vocabs, &data, &planned.clone().in_batches(groups), &device).tagged;
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.tags, y.tags, "sentence {i}");
+            let (p, q) = (x.confidence.as_ref().unwrap(), y.confidence.as_ref().unwrap());
+            assert!(p.iter().zip(q).all(|(u, v)| (u - v).abs() < 1e-4), "sentence {i}: {p:?} vs {q:?}");
+            let att = x.attention.as_ref().expect("a sentence tagged whole has its attention");
+            assert_eq!((att.len, att.layers.len()), (data[i].len(), model.attention_layers()));
+            // Every query row is a distribution over the sentence's own tokens.
+            for row in att.layers[0].chunks(att.len) {
+                assert!(
+                    (row.iter().sum::<f32>() - 1.0).abs() < 1e-4,
+                    "sentence {i}: row sums to {}",
+                    row.iter().sum::<f32>()
+                );
+            }
+        }
+        // In windows of 4 tokens: no attention for sentences cut, every token tagged.
+        let cut =
+            tag(&model, &vocabs, &data, &Request::tagging(Windows { max_len: 4, stride: 2 }).with_attention(), &device);
+        assert!(cut.windowed > 0);
+        for (e, t) in data.iter().zip(&cut.tagged) {
+            assert_eq!(t.tags.len(), e.len());
+            assert_eq!(t.attention.is_some(), e.len() <= 4);
+        }
+    }
+}

@@ -53,13 +53,8 @@ where
             run.state.skipped_batches
         ));
     }
-    let finished = Finished {
-        out: opts.out,
-        device_name: opts.device_name,
-        state: &run.state,
-        epochs: run.rows.len(),
-        params,
-    };
+    let finished =
+        Finished { out: opts.out, device_name: opts.device_name, state: &run.state, epochs: run.rows.len(), params };
     crate::report::finish::<B::InnerBackend>(cfg, prep, &finished, opts.reporter, device)
 }
 
