@@ -13,6 +13,7 @@ pub mod error;
 pub mod io;
 pub mod reader;
 pub mod score;
+pub mod split;
 pub mod squad;
 pub mod stats;
 pub mod tags;
@@ -21,8 +22,9 @@ pub mod vectors;
 pub mod vocab;
 pub mod window;
 
-pub use dataset::{Dataset, Split, SplitName};
+pub use dataset::{Dataset, Split};
 pub use error::{CorpusError, Result};
 pub use reader::{Columns, Sentence};
+pub use split::SplitName;
 pub use tags::{Prefix, Scheme, Span, Tag};
 pub use vocab::{Normalize, Vocab, Vocabs};
