@@ -1,6 +1,8 @@
 //! Every parameter of every tagger gets a gradient: a parameter built
 //! without `require_grad` would silently stay at its initial value.
 
+mod common;
+
 use burn::backend::{Autodiff, NdArray};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
@@ -8,7 +10,7 @@ use corpus::batch::{pad, Encoded};
 use corpus::Scheme;
 use encoders::input::tags_tensor;
 use encoders::positional::Position;
-use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerConfig, TaggerInput, TaggerShape};
+use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerInput, TaggerShape};
 
 type AD = Autodiff<NdArray<f32>>;
 
@@ -79,19 +81,12 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
     ] {
         let batch = if question == QuestionMode::None { pad(&data, &[0, 1]) } else { pad(&with_questions, &[0, 1]) };
-        let mut cfg = TaggerConfig::default();
+        let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 4;
-        cfg.features.word_dim = 8;
         cfg.features.dropout = 0.0;
-        cfg.encoder.kind = kind;
-        cfg.encoder.bilstm.hidden = 4;
         cfg.encoder.bilstm.layers = 2;
-        cfg.encoder.attention.d_model = 8;
-        cfg.encoder.attention.ffn = 8;
-        cfg.encoder.attention.heads = 2;
         cfg.encoder.attention.position = position;
         cfg.decoder = decoder;
-        cfg.question = question;
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
         let input = TaggerInput::<AD>::from_padded(&batch, &dev);
