@@ -20,4 +20,6 @@ pub mod tagger;
 pub mod transformer;
 
 pub use input::TaggerInput;
-pub use tagger::{DecoderKind, EncoderConfig, EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerShape};
+pub use tagger::{
+    DecoderKind, EncoderConfig, EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerError, TaggerShape,
+};

@@ -90,7 +90,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
         let input = TaggerInput::<AD>::from_padded(&batch, &dev);
-        let loss = model.loss(&input, tags_tensor(&batch, &dev).unwrap());
+        let loss = model.loss(&input, tags_tensor(&batch, &dev).unwrap()).unwrap();
         let grads = loss.backward();
         let mut v = Missing { grads: &grads, missing: Vec::new() };
         model.visit(&mut v);

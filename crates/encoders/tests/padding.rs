@@ -203,9 +203,9 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         let model = cfg.init::<B>(shape, &dev());
         let t = tags.len();
         let batch = TaggerInput::<B>::from_padded(&pad(&data, &[0, 1, 2]), &dev());
-        let together = model.forward(&batch, false).emissions; // [3, 6, T]
+        let together = model.forward(&batch, false).unwrap().emissions; // [3, 6, T]
         for (s, e) in data.iter().enumerate() {
-            let alone = model.forward(&TaggerInput::from_padded(&pad(&data, &[s]), &dev()), false).emissions;
+            let alone = model.forward(&TaggerInput::from_padded(&pad(&data, &[s]), &dev()), false).unwrap().emissions;
             let what = format!("{kind:?}/{question:?} sentence {s}");
             assert_eq!(alone.dims(), [1, e.len(), t], "{what}: one row per context token");
             assert_close(&rows(&alone, 0, e.len()), &rows(&together, s, e.len()), 1e-4, &what);

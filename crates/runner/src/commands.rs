@@ -206,7 +206,7 @@ impl LoadedRun {
         B::InnerBackend: SeqBackend,
     {
         let model = self.model::<B::InnerBackend>(device)?;
-        let tagged = tag_all(&model, &self.vocabs, data, self.cfg.data.windows(), confidence, device);
+        let tagged = tag_all(&model, &self.vocabs, data, self.cfg.data.windows(), confidence, device)?;
         if tagged.windowed > 0 {
             eprintln!(
                 "note: {} of {} sentences were longer than data.max_len = {} and were tagged in overlapping windows",
@@ -520,7 +520,7 @@ impl Job for HeadsJob {
     {
         let model = self.run.model::<B::InnerBackend>(&device)?;
         let tokens: Vec<Vec<String>> = self.split.iter().map(|s| s.tokens.clone()).collect();
-        let stats = crate::heads::diagnose(&model, &self.run.encode(&self.split), &tokens, &device);
+        let stats = crate::heads::diagnose(&model, &self.run.encode(&self.split), &tokens, &device)?;
         write_heads_csv(&self.out, &stats)?;
         if self.json {
             for h in &stats {
@@ -603,7 +603,7 @@ impl Job for VisualizeJob {
             crate::evaluate::Windows { max_len: 0, stride: 0 },
             false,
             &device,
-        )
+        )?
         .tagged[0]
             .tags
             .iter()
@@ -611,7 +611,7 @@ impl Job for VisualizeJob {
             .collect();
         let batch = corpus::batch::pad(&encoded, &[0]);
         let input = encoders::TaggerInput::<B::InnerBackend>::from_padded(&batch, &device);
-        let layers = model.forward(&input, true).attention;
+        let layers = model.forward(&input, true)?.attention;
         let layer = args.layer.unwrap_or(layers.len().saturating_sub(1));
         let w = layers
             .get(layer)

@@ -13,7 +13,7 @@ use corpus::score::{score, Counts, Mode};
 use corpus::window::{owners, windows};
 use corpus::{Sentence, Tag, Vocabs};
 use encoders::ops::SeqBackend;
-use encoders::{Tagger, TaggerInput};
+use encoders::{Tagger, TaggerError, TaggerInput};
 use rayon::prelude::*;
 
 /// Padded tokens per inference batch.
@@ -62,7 +62,7 @@ pub fn tag_all<B: SeqBackend>(
     win: Windows,
     with_confidence: bool,
     device: &B::Device,
-) -> TaggedSplit {
+) -> Result<TaggedSplit, TaggerError> {
     let t = vocabs.tags.len();
     // 1. Every window of every sentence through the encoder.
     let plans: Vec<Vec<std::ops::Range<usize>>> = data.iter().map(|e| win.of(e.len())).collect();
@@ -78,10 +78,10 @@ pub fn tag_all<B: SeqBackend>(
         .map(|ids| {
             let batch = pad(&pieces, &ids);
             let input = TaggerInput::<B>::from_padded(&batch, device);
-            let e: Vec<f32> = model.forward(&input, false).emissions.into_data().iter::<f32>().collect();
-            (ids, batch.len, e)
+            let e: Vec<f32> = model.forward(&input, false)?.emissions.into_data().iter::<f32>().collect();
+            Ok((ids, batch.len, e))
         })
-        .collect();
+        .collect::<Result<_, TaggerError>>()?;
     for (ids, len, e) in emitted {
         for (b, &i) in ids.iter().enumerate() {
             let start = b * len * t;
@@ -139,10 +139,10 @@ pub fn tag_all<B: SeqBackend>(
     for (i, tagged) in decoded.into_iter().flatten() {
         out[i] = Some(tagged);
     }
-    TaggedSplit {
+    Ok(TaggedSplit {
         tagged: out.into_iter().map(|t| t.expect("every sentence is in a batch")).collect(),
         windowed: plans.iter().filter(|ws| ws.len() > 1).count(),
-    }
+    })
 }
 
 /// conlleval counts of predictions against the gold tags of `sentences`.

@@ -8,7 +8,7 @@
 use crate::evaluate::EVAL_BATCH;
 use corpus::batch::{pad, plan_batches, Encoded};
 use encoders::ops::SeqBackend;
-use encoders::{Tagger, TaggerInput};
+use encoders::{Tagger, TaggerError, TaggerInput};
 use serde::Serialize;
 
 /// A head is collapsed when this share of its attention or more is on boundary tokens…
@@ -177,7 +177,7 @@ pub fn diagnose<B: SeqBackend>(
     data: &[Encoded],
     tokens: &[Vec<String>],
     device: &B::Device,
-) -> Vec<HeadStats> {
+) -> Result<Vec<HeadStats>, TaggerError> {
     let lengths: Vec<usize> = data.iter().map(Encoded::len).collect();
     let mut acc: Option<HeadAccumulator> = None;
     let kept: Vec<usize> = (0..data.len()).filter(|&i| lengths[i] <= MAX_LEN).collect();
@@ -186,7 +186,7 @@ pub fn diagnose<B: SeqBackend>(
         let ids: Vec<usize> = batch_ids.iter().map(|&k| kept[k]).collect();
         let batch = pad(data, &ids);
         let input = TaggerInput::<B>::from_padded(&batch, device);
-        let layers = model.forward(&input, true).attention;
+        let layers = model.forward(&input, true)?.attention;
         for (layer, w) in layers.into_iter().enumerate() {
             let [b, h, lp, _] = w.dims();
             let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model_layers(model), h));
@@ -198,7 +198,7 @@ pub fn diagnose<B: SeqBackend>(
             }
         }
     }
-    acc.map(|a| a.finish()).unwrap_or_default()
+    Ok(acc.map(|a| a.finish()).unwrap_or_default())
 }
 
 fn model_layers<B: SeqBackend>(model: &Tagger<B>) -> usize {

@@ -397,6 +397,9 @@ impl Job for MemoryChild {
             ([b], [l]) => (*b, *l),
             _ => bail!("a measurement process takes one --batch and one --seq-len"),
         };
+        if cfg.model.question != encoders::QuestionMode::None {
+            bail!("bench memory measures plain tagging (its synthetic batches have no questions): set model.question = \"none\"");
+        }
         B::seed(&device, cfg.seed);
         let tags = synthetic_tags();
         let o = tags.iter().position(|t| t.to_string() == "O").context("no O tag")?;
@@ -417,7 +420,8 @@ impl Job for MemoryChild {
         let mut m = Some(model.clone());
         let (seconds, peak, process_peak) = measure::<B>(&device, 0, || {
             let current = m.take().expect("model");
-            let loss = current.loss(&input, gold.clone());
+            let loss =
+                current.loss(&input, gold.clone()).expect("a plain tagger (checked above) takes the synthetic batch");
             let grads = GradientsParams::from_grads(loss.backward(), &current);
             m = Some(opt.step(cfg.train.lr, current, grads));
         })?;

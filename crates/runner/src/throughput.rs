@@ -236,7 +236,9 @@ impl Job for Bench {
                 let model = model.valid();
                 let step = |batch: &PaddedBatch| -> usize {
                     let input = TaggerInput::<B::InnerBackend>::from_padded(batch, &device);
-                    model.decode(&input).iter().map(Vec::len).sum()
+                    let decoded =
+                        model.decode(&input).expect("batches fit the model's question mode (checked in `run`)");
+                    decoded.iter().map(Vec::len).sum()
                 };
                 let warming = Instant::now();
                 for b in &batches[..warmup] {

@@ -270,7 +270,7 @@ where
         let improved = match (dev, evaluate_now) {
             (Some(dev), true) => {
                 let confident = dev.qa.is_some();
-                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, cfg.data.windows(), confident, device).tagged;
+                let tagged = tag_all(&inner, &prep.vocabs, &dev.encoded, cfg.data.windows(), confident, device)?.tagged;
                 let r = score_predictions(&dev.sentences, &tagged).report();
                 row.dev_precision = r.overall.precision;
                 row.dev_recall = r.overall.recall;
@@ -347,7 +347,7 @@ where
         if let Some(split) = prep.split(name) {
             // QA picks the most confident span: ask for the confidences.
             let confident = split.qa.is_some();
-            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, cfg.data.windows(), confident, device).tagged;
+            let tagged = tag_all(&best, &prep.vocabs, &split.encoded, cfg.data.windows(), confident, device)?.tagged;
             metrics[k] = Some(SplitMetrics::from(score_predictions(&split.sentences, &tagged).report()));
             corpus::io::write_atomic(
                 &out.join(format!("predictions.{}.conll", name.as_str())),
@@ -392,7 +392,7 @@ where
     let joint = cfg.model.question == encoders::QuestionMode::Concat;
     if let (encoders::EncoderKind::Attention, Some(dev), false) = (cfg.model.encoder.kind, dev, joint) {
         let tokens: Vec<Vec<String>> = dev.sentences.iter().map(|s| s.tokens.clone()).collect();
-        let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device);
+        let stats = crate::heads::diagnose(&best, &dev.encoded, &tokens, device)?;
         if let Err(e) = crate::commands::write_heads_csv(&out.join("heads.csv"), &stats) {
             eprintln!("warning: head diagnostics not written: {e:#}");
         }
@@ -537,7 +537,10 @@ fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
         encoders::dropout::with_seed(seed.wrapping_add(k as u64), || {
             let input = TaggerInput::<B>::from_padded(part, device);
             let gold = tags_tensor::<B>(part, device).expect("training batches carry tags");
-            let loss = model.loss(&input, gold).mul_scalar(part.batch as f64 / batch.batch.max(1) as f64);
+            let loss = model
+                .loss(&input, gold)
+                .expect("training batches fit the model's question mode (prep::check_question_mode)");
+            let loss = loss.mul_scalar(part.batch as f64 / batch.batch.max(1) as f64);
             let value: f64 = loss.clone().into_scalar().elem();
             (value, GradientsParams::from_grads(loss.backward(), model))
         })
