@@ -41,8 +41,6 @@ pub struct Encoded {
     pub caps: Vec<u32>,
     /// Tag ids in the tagger's scheme, when known.
     pub tags: Option<Vec<u32>>,
-    /// The question, for question-conditioned tagging.
-    pub question: Option<Box<Encoded>>,
 }
 
 impl Encoded {
@@ -57,7 +55,6 @@ impl Encoded {
             chars: self.chars[range.clone()].to_vec(),
             caps: self.caps[range].to_vec(),
             tags: None,
-            question: self.question.clone(),
         }
     }
 
@@ -79,14 +76,72 @@ impl Vocabs {
             .collect();
         let caps = tokens.iter().map(|w| caps_class(w)).collect();
         let tags = tags.and_then(|t| t.iter().map(|t| self.tag_id(t)).collect::<Option<Vec<u32>>>());
-        Encoded { words, chars, caps, tags, question: None }
+        Encoded { words, chars, caps, tags }
     }
 
-    /// [`Vocabs::encode`] of a sentence, with its question when it has one.
-    pub fn encode_sentence(&self, s: &crate::Sentence, tags: Option<&[Tag]>, max_word_chars: usize) -> Encoded {
-        let mut e = self.encode(&s.tokens, tags, max_word_chars);
-        e.question = s.question.as_ref().map(|q| Box::new(self.encode(q, None, max_word_chars)));
-        e
+    /// [`Vocabs::encode`] of a sentence, read against `question` when it
+    /// has one (extractive QA: the sentence is its context).
+    pub fn example(
+        &self,
+        tokens: &[String],
+        question: Option<&[String]>,
+        tags: Option<&[Tag]>,
+        max_word_chars: usize,
+    ) -> Example {
+        let context = self.encode(tokens, tags, max_word_chars);
+        match question {
+            None => Example::Plain(context),
+            Some(q) => Example::Asked { context, question: self.encode(q, None, max_word_chars) },
+        }
+    }
+}
+
+/// What the encoder reads for one sentence: its ids and, for extractive
+/// QA, its question's. Plain tagging has no question anywhere; QA carries
+/// it in this one variant (and in [`Batch::Asked`] once padded).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Example {
+    Plain(Encoded),
+    /// A context to tag, read against its question.
+    Asked {
+        context: Encoded,
+        question: Encoded,
+    },
+}
+
+impl Example {
+    /// The sentence that is tagged.
+    pub fn context(&self) -> &Encoded {
+        match self {
+            Example::Plain(e) | Example::Asked { context: e, .. } => e,
+        }
+    }
+
+    pub fn question(&self) -> Option<&Encoded> {
+        match self {
+            Example::Plain(_) => None,
+            Example::Asked { question, .. } => Some(question),
+        }
+    }
+
+    /// Tokens of the tagged sentence.
+    pub fn len(&self) -> usize {
+        self.context().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.context().is_empty()
+    }
+
+    /// The tokens `range` of the tagged sentence (without tags), read
+    /// against the whole question.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Example {
+        match self {
+            Example::Plain(e) => Example::Plain(e.slice(range)),
+            Example::Asked { context, question } => {
+                Example::Asked { context: context.slice(range), question: question.clone() }
+            }
+        }
     }
 }
 
@@ -168,35 +223,37 @@ pub struct PaddedBatch {
     pub tags: Option<Vec<i64>>,
     /// `[batch, len]`, true at real tokens.
     pub mask: Vec<bool>,
-    /// The questions padded into their own batch (same order), when the
-    /// sentences have questions; a sentence without one gets an empty row.
-    pub question: Option<Box<PaddedBatch>>,
 }
 
 /// Pads the sentences `ids` of `data` into one batch.
 pub fn pad(data: &[Encoded], ids: &[usize]) -> PaddedBatch {
+    pad_by(ids, |i| &data[i])
+}
+
+/// Pads the sentences `at(i)` for `i` in `ids` into one batch.
+fn pad_by<'a>(ids: &[usize], at: impl Fn(usize) -> &'a Encoded) -> PaddedBatch {
     let batch = ids.len();
-    let len = ids.iter().map(|&i| data[i].len()).max().unwrap_or(0).max(1);
-    let word_len = ids.iter().flat_map(|&i| data[i].chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
+    let len = ids.iter().map(|&i| at(i).len()).max().unwrap_or(0).max(1);
+    let word_len = ids.iter().flat_map(|&i| at(i).chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
     let pad = PAD_ID as i64;
     let mut words = vec![pad; batch * len];
     let mut caps = vec![pad; batch * len];
     let mut chars = vec![pad; batch * len * word_len];
     let mut mask = vec![false; batch * len];
-    let all_tagged = ids.iter().all(|&i| data[i].tags.is_some());
+    let all_tagged = ids.iter().all(|&i| at(i).tags.is_some());
     let mut tags = all_tagged.then(|| vec![0i64; batch * len]);
     for (b, &i) in ids.iter().enumerate() {
-        let s = &data[i];
+        let s = at(i);
         for t in 0..s.len() {
-            let at = b * len + t;
-            words[at] = s.words[t] as i64;
-            caps[at] = s.caps[t] as i64;
-            mask[at] = true;
+            let pos = b * len + t;
+            words[pos] = s.words[t] as i64;
+            caps[pos] = s.caps[t] as i64;
+            mask[pos] = true;
             for (c, &ch) in s.chars[t].iter().enumerate() {
-                chars[at * word_len + c] = ch as i64;
+                chars[pos * word_len + c] = ch as i64;
             }
             if let (Some(out), Some(st)) = (tags.as_mut(), s.tags.as_ref()) {
-                out[at] = st[t] as i64;
+                out[pos] = st[t] as i64;
             }
         }
     }
@@ -205,13 +262,12 @@ pub fn pad(data: &[Encoded], ids: &[usize]) -> PaddedBatch {
         batch,
         len,
         word_len,
-        lengths: ids.iter().map(|&i| data[i].len()).collect(),
+        lengths: ids.iter().map(|&i| at(i).len()).collect(),
         words,
         caps,
         chars,
         tags,
         mask,
-        question: pad_questions(data, ids),
     }
 }
 
@@ -270,25 +326,66 @@ impl PaddedBatch {
             chars,
             tags: self.tags.as_deref().map(take),
             mask: rows.clone().flat_map(|b| self.mask[b * old_len..b * old_len + len].to_vec()).collect(),
-            question: self.question.as_ref().map(|q| {
-                // A question batch's ids number its rows (see `pad_questions`).
-                let mut q = q.rows(rows.clone());
-                q.ids = (0..q.batch).collect();
-                Box::new(q)
-            }),
         }
     }
 }
 
-/// The questions of the sentences `ids`, padded into their own batch.
-fn pad_questions(data: &[Encoded], ids: &[usize]) -> Option<Box<PaddedBatch>> {
-    if ids.iter().all(|&i| data[i].question.is_none()) {
-        return None;
+/// A padded batch of [`Example`]s: the sentences, and for extractive QA
+/// their questions padded into a batch of their own (same order).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Batch {
+    Plain(PaddedBatch),
+    Asked { context: PaddedBatch, question: PaddedBatch },
+}
+
+impl Batch {
+    /// Pads the examples `ids` of `data` into one batch (with questions when
+    /// any of them has one; a plain one then gets an empty question row).
+    pub fn pad(data: &[Example], ids: &[usize]) -> Batch {
+        let context = pad_by(ids, |i| data[i].context());
+        if ids.iter().all(|&i| data[i].question().is_none()) {
+            return Batch::Plain(context);
+        }
+        let empty = Encoded { words: Vec::new(), chars: Vec::new(), caps: Vec::new(), tags: None };
+        // A question batch's ids number its rows.
+        let rows: Vec<usize> = (0..ids.len()).collect();
+        let question = pad_by(&rows, |k| data[ids[k]].question().unwrap_or(&empty));
+        Batch::Asked { context, question }
     }
-    let empty = Encoded { words: Vec::new(), chars: Vec::new(), caps: Vec::new(), tags: None, question: None };
-    let questions: Vec<Encoded> =
-        ids.iter().map(|&i| data[i].question.as_deref().cloned().unwrap_or_else(|| empty.clone())).collect();
-    Some(Box::new(pad(&questions, &(0..questions.len()).collect::<Vec<_>>())))
+
+    /// The padded sentences that are tagged.
+    pub fn context(&self) -> &PaddedBatch {
+        match self {
+            Batch::Plain(b) | Batch::Asked { context: b, .. } => b,
+        }
+    }
+
+    pub fn context_mut(&mut self) -> &mut PaddedBatch {
+        match self {
+            Batch::Plain(b) | Batch::Asked { context: b, .. } => b,
+        }
+    }
+
+    /// Sentences in the batch.
+    pub fn size(&self) -> usize {
+        self.context().batch
+    }
+
+    /// [`PaddedBatch::split`], questions cut along with their sentences.
+    pub fn split(&self, parts: usize) -> Vec<Batch> {
+        match self {
+            Batch::Plain(b) => b.split(parts).into_iter().map(Batch::Plain).collect(),
+            Batch::Asked { context, question } => context
+                .split(parts)
+                .into_iter()
+                .zip(question.split(parts))
+                .map(|(context, mut question)| {
+                    question.ids = (0..question.batch).collect();
+                    Batch::Asked { context, question }
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -310,37 +407,38 @@ mod tests {
     #[test]
     fn split_parts_equal_padding_the_parts() {
         let word = |n: usize| (1..=n as u32).collect::<Vec<u32>>();
-        let sentence = |len: usize, long_word: usize, question: bool| Encoded {
-            words: (0..len as u32).map(|w| w + 2).collect(),
-            chars: (0..len).map(|t| word(if t == 0 { long_word } else { 2 })).collect(),
-            caps: vec![1; len],
-            tags: Some((0..len as u32).map(|t| t % 3).collect()),
-            question: question.then(|| {
-                Box::new(Encoded {
-                    words: vec![5; len + 1],
-                    chars: vec![word(3); len + 1],
-                    caps: vec![2; len + 1],
-                    tags: None,
-                    question: None,
-                })
-            }),
+        let sentence = |len: usize, long_word: usize, question: bool| {
+            let context = Encoded {
+                words: (0..len as u32).map(|w| w + 2).collect(),
+                chars: (0..len).map(|t| word(if t == 0 { long_word } else { 2 })).collect(),
+                caps: vec![1; len],
+                tags: Some((0..len as u32).map(|t| t % 3).collect()),
+            };
+            let q =
+                Encoded { words: vec![5; len + 1], chars: vec![word(3); len + 1], caps: vec![2; len + 1], tags: None };
+            if question {
+                Example::Asked { context, question: q }
+            } else {
+                Example::Plain(context)
+            }
         };
         for question in [false, true] {
-            let data: Vec<Encoded> =
+            let data: Vec<Example> =
                 [(3, 2), (7, 9), (1, 1), (4, 4), (2, 6)].iter().map(|&(l, w)| sentence(l, w, question)).collect();
             let ids = [4, 0, 2, 1, 3];
-            let whole = pad(&data, &ids);
+            let whole = Batch::pad(&data, &ids);
+            assert_eq!(matches!(whole, Batch::Asked { .. }), question);
             for parts in 1..=6 {
                 let split = whole.split(parts);
                 assert_eq!(split.len(), parts.min(ids.len()));
                 let mut start = 0;
                 for part in &split {
-                    let direct = pad(&data, &ids[start..start + part.batch]);
+                    let direct = Batch::pad(&data, &ids[start..start + part.size()]);
                     assert_eq!(part, &direct, "{parts} parts, from {start}");
-                    start += part.batch;
+                    start += part.size();
                 }
                 assert_eq!(start, ids.len());
-                let sizes: Vec<usize> = split.iter().map(|p| p.batch).collect();
+                let sizes: Vec<usize> = split.iter().map(Batch::size).collect();
                 assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
             }
         }
@@ -383,13 +481,12 @@ mod tests {
     fn padding_and_mask() {
         let data = vec![
             Encoded {
-                question: None,
                 words: vec![5, 6, 7],
                 chars: vec![vec![2], vec![3, 4], vec![2]],
                 caps: vec![2, 2, 2],
                 tags: Some(vec![1, 2, 0]),
             },
-            Encoded { question: None, words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
+            Encoded { words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
         ];
         let b = pad(&data, &[1, 0]);
         assert_eq!((b.batch, b.len, b.word_len), (2, 3, 3));

@@ -19,10 +19,15 @@
 use crate::error::{CorpusError, Result};
 use crate::io::read_text;
 use crate::reader::{parse_tagged, Columns, Sentence};
+use crate::split::classify;
+use crate::squad::{qa_files, read_qa, Answers, QaItem, Tokenize};
 use crate::tags::Scheme;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+/// Split names live in [`crate::split`] (shared with [`crate::squad`]).
+pub use crate::split::SplitName;
 
 pub const DATASET_TOML: &str = "dataset.toml";
 
@@ -73,37 +78,6 @@ pub struct SplitFiles {
     pub test: Option<PathBuf>,
 }
 
-/// Role of a split.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SplitName {
-    Train,
-    Dev,
-    Test,
-}
-
-impl SplitName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SplitName::Train => "train",
-            SplitName::Dev => "dev",
-            SplitName::Test => "test",
-        }
-    }
-}
-
-impl std::str::FromStr for SplitName {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "train" => Ok(SplitName::Train),
-            "dev" => Ok(SplitName::Dev),
-            "test" => Ok(SplitName::Test),
-            _ => Err(format!("unknown split `{s}`: expected train, dev or test")),
-        }
-    }
-}
-
 /// Files that are never data, whatever their name.
 fn is_data_candidate(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
@@ -112,20 +86,6 @@ fn is_data_candidate(name: &str) -> bool {
         ".lock", ".log",
     ];
     !lower.starts_with('.') && !lower.starts_with("readme") && !skip_ext.iter().any(|e| lower.ends_with(e))
-}
-
-/// The split a file's name claims (`train`; `dev`, `valid`, `testa`; `test`).
-pub(crate) fn classify(name: &str) -> Option<SplitName> {
-    let n = name.to_ascii_lowercase();
-    if n.contains("train") {
-        Some(SplitName::Train)
-    } else if n.contains("dev") || n.contains("valid") || n.contains("testa") {
-        Some(SplitName::Dev)
-    } else if n.contains("test") {
-        Some(SplitName::Test)
-    } else {
-        None
-    }
 }
 
 /// Finds the split files of a folder: from `dataset.toml` if present, else
@@ -198,7 +158,7 @@ pub struct Split {
     pub sentences: Vec<Sentence>,
     /// For question-answering data: per sentence, its question id, context
     /// and gold answers, to map tagged spans back to answer text.
-    pub qa: Option<Vec<crate::squad::QaItem>>,
+    pub qa: Option<Vec<QaItem>>,
 }
 
 impl Split {
@@ -263,11 +223,11 @@ impl Dataset {
     /// Reads a question-answering folder (SQuAD-format `train.json`,
     /// `dev.json`, `test.json`; see [`crate::squad::qa_sentences`]), its
     /// texts cut into sub-tokens by `tokenize`. Tags are BIO (`B-ANS`, `I-ANS`).
-    pub fn load_qa(dir: &Path, tokenize: crate::squad::Tokenize) -> Result<Dataset> {
-        let files = crate::squad::qa_files(dir).ok_or_else(|| {
+    pub fn load_qa(dir: &Path, tokenize: Tokenize) -> Result<Dataset> {
+        let files = qa_files(dir).ok_or_else(|| {
             CorpusError::file(dir, "no question-answering files: expected *train*.json, *dev*.json or *test*.json")
         })?;
-        let splits = crate::squad::load_qa_splits(dir, &files, tokenize)?;
+        let splits = load_qa_splits(dir, &files, tokenize)?;
         let name = dir
             .canonicalize()
             .ok()
@@ -314,6 +274,30 @@ impl Dataset {
         }
         out
     }
+}
+
+/// Reads the SQuAD files of `files` into QA splits (see
+/// [`crate::squad::qa_sentences`]);
+/// two files for one split is an error.
+fn load_qa_splits(dir: &Path, files: &[(SplitName, PathBuf)], tokenize: Tokenize) -> Result<Vec<Split>> {
+    let mut splits: Vec<Split> = Vec::new();
+    for (name, path) in files {
+        if let Some(other) = splits.iter().find(|s| s.name == *name) {
+            return Err(CorpusError::file(
+                dir,
+                format!(
+                    "two files look like the {} split: {} and {}",
+                    name.as_str(),
+                    other.path.display(),
+                    path.display()
+                ),
+            ));
+        }
+        let text = read_text(path)?;
+        let (sentences, items) = read_qa(path, &text, tokenize, Answers::Required)?;
+        splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
+    }
+    Ok(splits)
 }
 
 #[cfg(test)]

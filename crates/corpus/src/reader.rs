@@ -24,9 +24,6 @@ pub struct Sentence {
     pub doc: usize,
     /// Line of the first token (1-based).
     pub line: usize,
-    /// The question this sentence (a context) is tagged against, for
-    /// question-conditioned tagging (extractive QA); `None` otherwise.
-    pub question: Option<Vec<String>>,
 }
 
 /// Which columns hold the token and the tag, 0-based; negative counts from
@@ -149,7 +146,7 @@ pub fn parse_tagged(path: &Path, text: &str, columns: Columns, scheme: Option<Sc
                 tokens.push(row[tok].clone());
                 tags.push(parse_tag(path, s.line + k, &row[tag], scheme)?);
             }
-            Ok(Sentence { tokens, tags, doc: s.doc, line: s.line, question: None })
+            Ok(Sentence { tokens, tags, doc: s.doc, line: s.line })
         })
         .collect()
 }

@@ -10,10 +10,10 @@
 //! with the question's sub-tokens attached, and a [`QaItem`] that maps
 //! tagged sub-tokens back to answer text ([`span_text`]).
 
-use crate::dataset::{Split, SplitName};
 use crate::error::{CorpusError, Result};
 use crate::io::{read_text, write_atomic};
 use crate::reader::Sentence;
+use crate::split::{classify, SplitName};
 use crate::tags::{Prefix, Tag};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -281,6 +281,8 @@ pub type Tokenize<'a> = &'a dyn Fn(&str) -> std::result::Result<Vec<Piece>, Stri
 #[derive(Clone, Debug, PartialEq)]
 pub struct QaItem {
     pub id: String,
+    /// The question's sub-tokens: what the context is tagged against.
+    pub question: Vec<String>,
     pub context: std::sync::Arc<str>,
     /// Characters `start..end` of the context covered by each sub-token.
     pub offsets: Vec<(usize, usize)>,
@@ -399,15 +401,10 @@ pub fn qa_sentences(
                         })?
                     }
                 };
-                sentences.push(Sentence {
-                    tokens: ps.iter().map(|p| p.text.clone()).collect(),
-                    tags,
-                    doc,
-                    line,
-                    question: Some(question.into_iter().map(|p| p.text).collect()),
-                });
+                sentences.push(Sentence { tokens: ps.iter().map(|p| p.text.clone()).collect(), tags, doc, line });
                 items.push(QaItem {
                     id: q.id.clone(),
+                    question: question.into_iter().map(|p| p.text).collect(),
                     context: context.clone(),
                     offsets,
                     answers: q.answers.iter().map(|a| a.text.clone()).collect(),
@@ -428,35 +425,12 @@ pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
         if !name.ends_with(".json") || !e.path().is_file() {
             continue;
         }
-        if let Some(split) = crate::dataset::classify(&name) {
+        if let Some(split) = classify(&name) {
             found.push((split, e.path()));
         }
     }
     found.sort();
     (!found.is_empty()).then_some(found)
-}
-
-/// Reads the SQuAD files of `files` into QA splits (see [`qa_sentences`]);
-/// two files for one split is an error.
-pub fn load_qa_splits(dir: &Path, files: &[(SplitName, std::path::PathBuf)], tokenize: Tokenize) -> Result<Vec<Split>> {
-    let mut splits: Vec<Split> = Vec::new();
-    for (name, path) in files {
-        if let Some(other) = splits.iter().find(|s| s.name == *name) {
-            return Err(CorpusError::file(
-                dir,
-                format!(
-                    "two files look like the {} split: {} and {}",
-                    name.as_str(),
-                    other.path.display(),
-                    path.display()
-                ),
-            ));
-        }
-        let text = read_text(path)?;
-        let (sentences, items) = read_qa(path, &text, tokenize, Answers::Required)?;
-        splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
-    }
-    Ok(splits)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use crate::dropout::Dropout;
 use crate::linear::per_token;
+use crate::ops::dense_attention::MASKED;
 use crate::ops::SeqBackend;
 use crate::positional::relative_sinusoids;
 use burn::module::Param;
@@ -16,10 +17,6 @@ use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use burn::tensor::{TensorData, TensorPrimitive};
 use serde::{Deserialize, Serialize};
-
-/// Score given to padded keys before the softmax (finite, so that a fully
-/// padded row is a uniform softmax that the key mask then zeroes, never NaN).
-const MASKED: f32 = -1.0e9;
 
 /// How attention weights are computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

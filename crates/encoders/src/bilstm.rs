@@ -8,17 +8,17 @@
 //! padded batch. (The forward direction reads real tokens first anyway.)
 //!
 //! The recurrence itself is one operation with a hand-written backward
-//! pass ([`crate::lstm_scan`]): the input projections of all positions are
-//! one matrix product per direction, and only `h·W_hh` stays in the loop.
+//! pass ([`SeqBackend::lstm_scan`], [`crate::ops::lstm_scan`]): the input
+//! projections of all positions are one matrix product per direction, and
+//! only `h·W_hh` stays in the loop.
 
 use crate::dropout::Dropout;
 use crate::linear::per_token;
-use crate::lstm_scan::lstm_scan;
 use crate::ops::SeqBackend;
 use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
-use burn::tensor::Distribution;
+use burn::tensor::{Distribution, TensorPrimitive};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,4 +125,11 @@ impl<B: Backend> BiLstmLayer<B> {
         let bwd = h.slice([1..2, 0..b, 0..l, 0..hd]).reshape([b, l, hd]);
         Tensor::cat(vec![fwd, bwd], 2) // [B, L, 2H]
     }
+}
+
+/// `h [2, B, L, H]` of both directions of a layer: [`SeqBackend::lstm_scan`]
+/// of `xw [2, B, L, 4H]`, `w [2, H, 4H]` and `mask [B, L]`.
+fn lstm_scan<B: SeqBackend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 4> {
+    let out = B::lstm_scan(xw.into_primitive().tensor(), w.into_primitive().tensor(), mask.into_primitive().tensor());
+    Tensor::from_primitive(TensorPrimitive::Float(out))
 }

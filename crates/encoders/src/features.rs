@@ -4,7 +4,7 @@
 //! al. 2017): whether a context token also occurs in its question.
 
 use crate::dropout::Dropout;
-use crate::input::TaggerInput;
+use crate::input::Tokens;
 use burn::module::Param;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, PaddingConfig1d};
@@ -104,8 +104,10 @@ pub struct Features<B: Backend> {
 }
 
 impl<B: Backend> Features<B> {
-    /// `[B, L, D]` features, zero at padded positions.
-    pub fn forward(&self, input: &TaggerInput<B>) -> Tensor<B, 3> {
+    /// `[B, L, D]` features, zero at padded positions. `question`: the
+    /// questions the sentences are read against (extractive QA), for the
+    /// question-match feature; `None` for questions themselves.
+    pub fn forward(&self, input: &Tokens<B>, question: Option<&Tokens<B>>) -> Tensor<B, 3> {
         let [b, l] = input.dims();
         let mut parts = vec![self.word.forward(input.words.clone())]; // [B, L, Dw]
         if let (Some(emb), Some(cnn)) = (&self.char_emb, &self.char_cnn) {
@@ -115,7 +117,7 @@ impl<B: Backend> Features<B> {
             parts.push(caps.forward(input.caps.clone()));
         }
         if let Some(emb) = &self.question_match {
-            parts.push(emb.forward(question_match(input)));
+            parts.push(emb.forward(question_match(input, question)));
         }
         let x = Tensor::cat(parts, 2); // [B, L, D]
         let d = x.dims()[2];
@@ -124,12 +126,12 @@ impl<B: Backend> Features<B> {
     }
 }
 
-/// `[B, L]` question-match classes: for a context (an input with a
-/// question), 1 where the token's word id occurs among its question's real
-/// tokens and 0 elsewhere; for a question (an input without one), all 2.
-pub fn question_match<B: Backend>(input: &TaggerInput<B>) -> Tensor<B, 2, Int> {
+/// `[B, L]` question-match classes: for a context (read against
+/// `question`), 1 where the token's word id occurs among its question's
+/// real tokens and 0 elsewhere; for a question itself (`None`), all 2.
+pub fn question_match<B: Backend>(input: &Tokens<B>, question: Option<&Tokens<B>>) -> Tensor<B, 2, Int> {
     let [b, l] = input.dims();
-    let Some(q) = &input.question else {
+    let Some(q) = question else {
         return Tensor::full([b, l], MATCH_QUESTION_TOKEN, &input.words.device());
     };
     let lq = q.dims()[1];
@@ -190,18 +192,21 @@ fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<
 mod tests {
     use super::*;
     use burn::backend::NdArray;
-    use corpus::batch::{pad, Encoded};
+    use corpus::batch::{Batch, Encoded, Example};
 
     type B = NdArray<f32>;
 
-    fn encoded(words: &[u32], question: Option<&[u32]>) -> Encoded {
+    fn encoded(words: &[u32]) -> Encoded {
         Encoded {
             words: words.to_vec(),
             chars: words.iter().map(|&w| vec![w]).collect(),
             caps: vec![0; words.len()],
             tags: None,
-            question: question.map(|q| Box::new(encoded(q, None))),
         }
+    }
+
+    fn asked(words: &[u32], question: &[u32]) -> Example {
+        Example::Asked { context: encoded(words), question: encoded(question) }
     }
 
     fn classes(t: Tensor<B, 2, Int>) -> Vec<i64> {
@@ -213,13 +218,13 @@ mod tests {
         // Sentence 0: 6 occurs in its question, 7 only in sentence 1's; the
         // padding id 0 (context padding of sentence 1, question padding of
         // sentence 0) must never count as a match.
-        let data = vec![encoded(&[5, 6, 7, 6], Some(&[6, 9])), encoded(&[7, 8], Some(&[7, 1, 2]))];
+        let data = vec![asked(&[5, 6, 7, 6], &[6, 9]), asked(&[7, 8], &[7, 1, 2])];
         let device = Default::default();
-        let input = TaggerInput::<B>::from_padded(&pad(&data, &[0, 1]), &device);
-        assert_eq!(classes(question_match(&input)), vec![0, 1, 0, 1, 1, 0, 0, 0]);
+        let input = crate::TaggerInput::<B>::from_batch(&Batch::pad(&data, &[0, 1]), &device);
+        let q = input.question().unwrap();
+        assert_eq!(classes(question_match(input.context(), Some(q))), vec![0, 1, 0, 1, 1, 0, 0, 0]);
         // The question itself: every position is a question token.
-        let q = input.question.as_ref().unwrap();
-        assert_eq!(classes(question_match(q)), vec![2; 6]);
+        assert_eq!(classes(question_match(q, None)), vec![2; 6]);
     }
 
     /// The character CNN as Burn's `Conv1d` module computes it: transpose to

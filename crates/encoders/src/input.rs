@@ -1,12 +1,13 @@
-//! A padded batch as tensors.
+//! A padded batch as tensors: the tokens of its sentences and, for
+//! extractive QA, of the questions they are read against.
 
 use burn::prelude::*;
 use burn::tensor::TensorData;
-use corpus::batch::PaddedBatch;
+use corpus::batch::{Batch, PaddedBatch};
 
-/// Everything an encoder reads for one batch.
+/// One padded batch of token sequences as tensors.
 #[derive(Clone, Debug)]
-pub struct TaggerInput<B: Backend> {
+pub struct Tokens<B: Backend> {
     /// `[B, L]` word ids.
     pub words: Tensor<B, 2, Int>,
     /// `[B, L, W]` character ids.
@@ -17,26 +18,62 @@ pub struct TaggerInput<B: Backend> {
     pub mask: Tensor<B, 2, Bool>,
     /// Tokens per sentence (the mask's row sums, kept on the host).
     pub lengths: Vec<usize>,
-    /// The sentences' questions as a batch of their own, for
-    /// question-conditioned tagging.
-    pub question: Option<Box<TaggerInput<B>>>,
 }
 
-impl<B: Backend> TaggerInput<B> {
+impl<B: Backend> Tokens<B> {
     pub fn from_padded(p: &PaddedBatch, device: &B::Device) -> Self {
         let (b, l, w) = (p.batch, p.len, p.word_len);
-        TaggerInput {
+        Tokens {
             words: Tensor::from_data(TensorData::new(p.words.clone(), [b, l]), device),
             chars: Tensor::from_data(TensorData::new(p.chars.clone(), [b, l, w]), device),
             caps: Tensor::from_data(TensorData::new(p.caps.clone(), [b, l]), device),
             mask: Tensor::from_data(TensorData::new(p.mask.clone(), [b, l]), device),
             lengths: p.lengths.clone(),
-            question: p.question.as_ref().map(|q| Box::new(Self::from_padded(q, device))),
         }
     }
 
     pub fn dims(&self) -> [usize; 2] {
         self.words.dims()
+    }
+}
+
+/// Everything a tagger reads for one batch: the sentences to tag and, for
+/// extractive QA, the questions they are read against (a batch of their
+/// own, same order). Which variant a tagger takes is its question mode.
+#[derive(Clone, Debug)]
+pub enum TaggerInput<B: Backend> {
+    Plain(Tokens<B>),
+    Asked { context: Tokens<B>, question: Tokens<B> },
+}
+
+impl<B: Backend> TaggerInput<B> {
+    pub fn from_batch(batch: &Batch, device: &B::Device) -> Self {
+        match batch {
+            Batch::Plain(p) => TaggerInput::Plain(Tokens::from_padded(p, device)),
+            Batch::Asked { context, question } => TaggerInput::Asked {
+                context: Tokens::from_padded(context, device),
+                question: Tokens::from_padded(question, device),
+            },
+        }
+    }
+
+    /// The sentences that are tagged.
+    pub fn context(&self) -> &Tokens<B> {
+        match self {
+            TaggerInput::Plain(t) | TaggerInput::Asked { context: t, .. } => t,
+        }
+    }
+
+    pub fn question(&self) -> Option<&Tokens<B>> {
+        match self {
+            TaggerInput::Plain(_) => None,
+            TaggerInput::Asked { question, .. } => Some(question),
+        }
+    }
+
+    /// `[B, L]` of the tagged sentences.
+    pub fn dims(&self) -> [usize; 2] {
+        self.context().dims()
     }
 }
 

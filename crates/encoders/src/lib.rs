@@ -4,22 +4,23 @@
 //! → an encoder ([`bilstm`] or the self-attention [`transformer`], whose
 //! heads live in [`attention`], positions in [`positional`]) → emission
 //! scores → a decoder (the `crf` crate, or softmax), all joined in
-//! [`tagger`]. Token-wise linear layers go through [`linear::per_token`].
+//! [`tagger`]. Token-wise linear layers go through [`linear::per_token`];
+//! the operations with hand-written backward passes (attention, the LSTM
+//! recurrence) are in [`ops`].
 
 pub mod attention;
-pub mod attention_op;
 pub mod bilstm;
 pub mod dropout;
 pub mod features;
 pub mod footprint;
-mod host;
 pub mod input;
 pub mod linear;
-pub mod lstm_scan;
 pub mod ops;
 pub mod positional;
 pub mod tagger;
 pub mod transformer;
 
 pub use input::TaggerInput;
-pub use tagger::{DecoderKind, EncoderConfig, EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerShape};
+pub use tagger::{
+    DecoderKind, EncoderConfig, EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerError, TaggerShape,
+};

@@ -7,11 +7,10 @@
 //! same values with one large product each way and no `[B, D, O]`
 //! intermediate: for the reference attention tagger (batch 32) this made a
 //! training step several times faster.
-
 //!
 //! The product itself is [`SeqBackend::fused_linear`]: Burn's `linear` by
-//! default; on burn-flex ([`flex`]) one GEMM that accumulates into rows
-//! pre-filled with the bias.
+//! default; on burn-flex ([`crate::ops::flex_linear`]) one GEMM that
+//! accumulates into rows pre-filled with the bias.
 
 use crate::ops::SeqBackend;
 use burn::nn::Linear;
@@ -27,59 +26,6 @@ pub fn per_token<B: SeqBackend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B
     let y = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(B::fused_linear(x, w, bias))); // [B·L, O]
     let o = y.dims()[1];
     y.reshape([b, l, o])
-}
-
-/// burn-flex's linear layer without its matmul's overheads. Flex allocates
-/// a product's output zeroed as bytes and then copies it once more to align
-/// it (`FlexTensor::empty`), and adds the bias in a second pass: with the
-/// page faults of those fresh buffers, a tenth of attention inference
-/// beside the GEMM itself. Here the output is allocated once, each row
-/// starts as the bias, and the GEMM accumulates `x · W` into it.
-pub mod flex {
-    use crate::host;
-    use burn::backend::flex::FlexTensor;
-    use burn::backend::Flex;
-    use burn::tensor::ops::{FloatTensor, ModuleOps};
-    use burn::tensor::{Shape, TensorData, TensorMetadata};
-
-    /// Products at least this large (m·n·k) let gemm use the thread pool,
-    /// as burn-flex's own matmul does.
-    const PARALLEL_WORK: usize = 192 * 192 * 192;
-
-    /// `x [..., K] · w [K, O] + b [O]`; Burn's `linear` where an input is
-    /// not a contiguous f32 buffer.
-    pub fn linear(x: FloatTensor<Flex>, w: FloatTensor<Flex>, b: Option<FloatTensor<Flex>>) -> FloatTensor<Flex> {
-        match fused(&x, &w, b.as_ref()) {
-            Some(y) => y,
-            None => <Flex as ModuleOps<Flex>>::linear(x, w, b),
-        }
-    }
-
-    fn fused(x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> Option<FlexTensor> {
-        let (xs, ws) = (x.as_slice::<f32>()?, w.as_slice::<f32>()?);
-        let dims = x.shape().to_vec();
-        let wd = w.shape();
-        let (&k, rows) = dims.split_last()?;
-        if wd.num_dims() != 2 || wd[0] != k {
-            return None;
-        }
-        let (m, o) = (rows.iter().product::<usize>(), wd[1]);
-        let bias = match b {
-            Some(b) => Some(b.as_slice::<f32>().filter(|s| s.len() == o)?),
-            None => None,
-        };
-        let mut y = Vec::with_capacity(m * o);
-        match bias {
-            Some(bias) => (0..m).for_each(|_| y.extend_from_slice(bias)),
-            None => y.resize(m * o, 0.0),
-        }
-        let parallelism =
-            if m * o * k >= PARALLEL_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-        host::gemm_with(m, o, k, &mut y, o, bias.is_some(), xs, k, false, ws, o, false, parallelism);
-        let mut shape = rows.to_vec();
-        shape.push(o);
-        Some(FlexTensor::from_data(TensorData::new(y, Shape::from(shape))))
-    }
 }
 
 #[cfg(test)]
@@ -108,37 +54,5 @@ mod tests {
         let (b1, b2) =
             (linear.bias.as_ref().unwrap().grad(&g1).unwrap(), linear.bias.as_ref().unwrap().grad(&g2).unwrap());
         b1.into_data().assert_approx_eq::<f32>(&b2.into_data(), Default::default());
-    }
-
-    #[test]
-    fn flex_linear_matches_burns_with_and_without_bias_on_any_layout() {
-        use burn::backend::Flex;
-        use burn::tensor::ops::ModuleOps;
-        let device = Default::default();
-        let random = |shape: Vec<usize>| {
-            Tensor::<Flex, 1>::random([shape.iter().product::<usize>()], Distribution::Normal(0.0, 1.0), &device)
-                .reshape::<2, _>([shape[0], shape[1..].iter().product::<usize>()])
-        };
-        // Small (one thread), large enough for gemm's threads (m·n·k ≥ 192³),
-        // and a transposed input (not contiguous: Burn's own path).
-        for (m, k, o, transposed) in [(12, 6, 5, false), (200, 192, 192, false), (7, 9, 4, true)] {
-            let x = if transposed { random(vec![k, m]).transpose() } else { random(vec![m, k]) };
-            let (w, b) = (random(vec![k, o]), random(vec![1, o]).reshape([o]));
-            for bias in [Some(b.clone()), None] {
-                let p = |t: Tensor<Flex, 2>| t.into_primitive().tensor();
-                let bias_p = bias.clone().map(|b: Tensor<Flex, 1>| b.into_primitive().tensor());
-                let ours = Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(crate::linear::flex::linear(
-                    p(x.clone()),
-                    p(w.clone()),
-                    bias_p.clone(),
-                )));
-                let bias_p = bias.map(|b| b.into_primitive().tensor());
-                let theirs = Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(
-                    <Flex as ModuleOps<Flex>>::linear(p(x.clone()), p(w.clone()), bias_p),
-                ));
-                assert_eq!(ours.dims(), [m, o]);
-                ours.into_data().assert_approx_eq::<f32>(&theirs.into_data(), Default::default());
-            }
-        }
     }
 }

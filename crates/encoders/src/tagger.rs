@@ -4,7 +4,7 @@
 
 use crate::bilstm::{BiLstm, BiLstmConfig};
 use crate::features::{Features, FeaturesConfig};
-use crate::input::TaggerInput;
+use crate::input::{TaggerInput, Tokens};
 use crate::linear::per_token;
 use crate::ops::SeqBackend;
 use crate::transformer::{AttentionConfig, AttentionEncoder, Memory};
@@ -47,6 +47,45 @@ pub enum QuestionMode {
     /// question, encoded by the same blocks (attention encoder only).
     Cross,
 }
+
+impl QuestionMode {
+    /// The name configurations use (`model.question`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionMode::None => "none",
+            QuestionMode::Concat => "concat",
+            QuestionMode::Cross => "cross",
+        }
+    }
+}
+
+/// A batch that does not fit the question mode the tagger was built with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaggerError {
+    /// The batch has questions; the tagger was built for plain tagging
+    /// (`QuestionMode::None`).
+    UnexpectedQuestion,
+    /// The tagger was built to answer questions (this mode); the batch has none.
+    MissingQuestion(QuestionMode),
+}
+
+impl std::fmt::Display for TaggerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaggerError::UnexpectedQuestion => write!(
+                f,
+                "the batch has questions, but the tagger was built for plain tagging (model.question = \"none\")"
+            ),
+            TaggerError::MissingQuestion(mode) => write!(
+                f,
+                "the tagger was built to answer questions (model.question = \"{}\"), but the batch has none",
+                mode.as_str()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TaggerError {}
 
 /// Which encoder, and the settings of each kind (only the chosen one is used).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -179,7 +218,14 @@ impl TaggerConfig {
             }
             DecoderKind::Softmax => None,
         };
-        Tagger { features, encoder, separator, emit: LinearConfig::new(d_out, t).init(device), crf }
+        Tagger {
+            features,
+            encoder,
+            separator,
+            emit: LinearConfig::new(d_out, t).init(device),
+            crf,
+            question: self.question,
+        }
     }
 }
 
@@ -232,6 +278,11 @@ pub struct Tagger<B: Backend> {
     pub emit: Linear<B>,
     /// `None` for the softmax decoder.
     pub crf: Option<Crf<B>>,
+    /// How questions reach the encoder, as configured. Not a parameter: it
+    /// is not saved in records (it comes from the configuration the tagger
+    /// is built from before a record is loaded into it).
+    #[module(skip)]
+    question: QuestionMode,
 }
 
 /// Emission scores and, when asked, attention weights.
@@ -242,52 +293,95 @@ pub struct TaggerOutput<B: Backend> {
     pub attention: Vec<Tensor<B, 4>>,
 }
 
+impl<B: Backend> Tagger<B> {
+    /// How the tagger reads questions, as it was built.
+    pub fn question_mode(&self) -> QuestionMode {
+        self.question
+    }
+
+    /// The number of attention blocks of the encoder (0 for a BiLSTM).
+    pub fn attention_layers(&self) -> usize {
+        match &self.encoder {
+            Encoder::BiLstm(_) => 0,
+            Encoder::Attention(a) => a.blocks.len(),
+        }
+    }
+}
+
 impl<B: SeqBackend> Tagger<B> {
     /// Emission scores of the sentences of `input` (for QA data, of the
-    /// context positions, the question joined as the tagger was built to).
-    pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> TaggerOutput<B> {
-        let x = self.features.forward(input); // [B, L, D]
-        let (h, attention) = match (&input.question, &self.separator) {
-            (None, _) => self.encoder.forward(x, input.mask.clone(), want_weights), // [B, L, D_out]
-            (Some(q), Some(sep)) => {
-                let qx = self.features.forward(q); // [B, Lq, D]
-                let (joint, joint_mask, context_at) = join_question(qx, &q.lengths, sep.val(), x, &input.lengths);
-                let (h, attention) = self.encoder.forward(joint, joint_mask, want_weights); // [B, Lq+1+L, D_out]
-                let [b, l] = input.dims();
-                let d = h.dims()[2];
-                (h.gather(1, context_at.unsqueeze_dim::<3>(2).expand([b, l, d])), attention)
-                // [B, L, D_out]
-            }
-            (Some(q), None) => {
-                let qx = self.features.forward(q); // [B, Lq, D]
-                let (memory, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D_out]
-                let memory = (memory, q.mask.clone());
-                self.encoder.forward_with_memory(x, input.mask.clone(), Some(&memory), want_weights)
-                // [B, L, D_out]
-            }
+    /// context positions, the question joined as the tagger was built to:
+    /// [`QuestionMode`]). An error when the batch has questions and the
+    /// tagger was built without a question mode, or the other way round.
+    pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> Result<TaggerOutput<B>, TaggerError> {
+        let (c, q) = (input.context(), input.question());
+        let x = self.features.forward(c, q); // [B, L, D]
+        let (h, attention) = match (self.question, q) {
+            (QuestionMode::None, None) => self.encoder.forward(x, c.mask.clone(), want_weights), // [B, L, D_out]
+            (QuestionMode::None, Some(_)) => return Err(TaggerError::UnexpectedQuestion),
+            (mode, None) => return Err(TaggerError::MissingQuestion(mode)),
+            (QuestionMode::Concat, Some(q)) => self.encode_concat(x, c, q, want_weights),
+            (QuestionMode::Cross, Some(q)) => self.encode_cross(x, c, q, want_weights),
         };
-        TaggerOutput { emissions: per_token(&self.emit, h), attention }
+        Ok(TaggerOutput { emissions: per_token(&self.emit, h), attention })
+    }
+
+    /// `question [SEP] context` through the encoder; the context's
+    /// positions of the output, `[B, L, D_out]`.
+    fn encode_concat(
+        &self,
+        x: Tensor<B, 3>,
+        input: &Tokens<B>,
+        q: &Tokens<B>,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+        let sep = self.separator.as_ref().expect("a tagger built for question = \"concat\" has a separator");
+        let qx = self.features.forward(q, None); // [B, Lq, D]
+        let (joint, joint_mask, context_at) = join_question(qx, &q.lengths, sep.val(), x, &input.lengths);
+        let (h, attention) = self.encoder.forward(joint, joint_mask, want_weights); // [B, Lq+1+L, D_out]
+        let [b, l] = input.dims();
+        let d = h.dims()[2];
+        (h.gather(1, context_at.unsqueeze_dim::<3>(2).expand([b, l, d])), attention)
+        // [B, L, D_out]
+    }
+
+    /// The question through the encoder, then the context through it
+    /// attending to the encoded question: `[B, L, D_out]`.
+    fn encode_cross(
+        &self,
+        x: Tensor<B, 3>,
+        input: &Tokens<B>,
+        q: &Tokens<B>,
+        want_weights: bool,
+    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+        let qx = self.features.forward(q, None); // [B, Lq, D]
+        let (memory, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D_out]
+        let memory = (memory, q.mask.clone());
+        self.encoder.forward_with_memory(x, input.mask.clone(), Some(&memory), want_weights)
+        // [B, L, D_out]
     }
 
     /// Training loss, averaged over sentences: the CRF's negative
     /// log-likelihood, or the summed token cross-entropy for softmax.
-    pub fn loss(&self, input: &TaggerInput<B>, tags: Tensor<B, 2, Int>) -> Tensor<B, 1> {
-        let e = self.forward(input, false).emissions; // [B, L, T]
-        match &self.crf {
-            Some(crf) => crf.nll(e, tags, input.mask.clone(), Reduction::Mean),
+    /// Errors as [`Self::forward`].
+    pub fn loss(&self, input: &TaggerInput<B>, tags: Tensor<B, 2, Int>) -> Result<Tensor<B, 1>, TaggerError> {
+        let e = self.forward(input, false)?.emissions; // [B, L, T]
+        Ok(match &self.crf {
+            Some(crf) => crf.nll(e, tags, input.context().mask.clone(), Reduction::Mean),
             None => {
                 let [b, _, _] = e.dims();
                 let logp = log_softmax(e, 2); // [B, L, T]
                 let gold = logp.gather(2, tags.unsqueeze_dim::<3>(2)).squeeze_dim::<2>(2); // [B, L]
-                (gold * input.mask.clone().float()).sum().neg().div_scalar(b as f64)
+                (gold * input.context().mask.clone().float()).sum().neg().div_scalar(b as f64)
             }
-        }
+        })
     }
 
     /// Best tag path per sentence (Viterbi for the CRF, argmax for softmax).
-    pub fn decode(&self, input: &TaggerInput<B>) -> Vec<Vec<usize>> {
-        let e = self.forward(input, false).emissions;
-        self.decode_emissions(e, input.mask.clone())
+    /// Errors as [`Self::forward`].
+    pub fn decode(&self, input: &TaggerInput<B>) -> Result<Vec<Vec<usize>>, TaggerError> {
+        let e = self.forward(input, false)?.emissions;
+        Ok(self.decode_emissions(e, input.context().mask.clone()))
     }
 
     pub fn decode_emissions(&self, e: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<usize>> {
@@ -334,14 +428,6 @@ impl<B: SeqBackend> Tagger<B> {
                 let t = self.emit.weight.dims()[1];
                 sentences.iter().map(|em| em.chunks(t).flat_map(softmax_row).collect()).collect()
             }
-        }
-    }
-
-    /// Attention layers (blocks) of the encoder; 0 for a BiLSTM.
-    pub fn attention_layers(&self) -> usize {
-        match &self.encoder {
-            Encoder::Attention(a) => a.blocks.len(),
-            Encoder::BiLstm(_) => 0,
         }
     }
 }

@@ -76,10 +76,6 @@ impl AttentionConfig {
         }
     }
 
-    pub fn plan(&self) -> AttentionPlan {
-        AttentionPlan { imp: self.implementation, block: self.block.max(1), window: self.window.max(1), fused: true }
-    }
-
     /// Settings that cannot work together.
     pub fn validate(&self) -> Result<(), String> {
         if self.heads == 0 || (self.head_dim == 0 && self.d_model % self.heads != 0) {
@@ -232,11 +228,6 @@ impl<B: Backend> AttentionEncoder<B> {
         B: SeqBackend,
     {
         self.forward_with_memory(x, mask, None, want_weights)
-    }
-
-    /// Whether the blocks attend to a memory (built by `init_cross`).
-    pub fn is_cross(&self) -> bool {
-        self.blocks.iter().any(|b| b.cross.is_some())
     }
 
     /// [`Self::forward`], the blocks of a cross encoder also attending to

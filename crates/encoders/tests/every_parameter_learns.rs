@@ -1,14 +1,16 @@
 //! Every parameter of every tagger gets a gradient: a parameter built
 //! without `require_grad` would silently stay at its initial value.
 
+mod common;
+
 use burn::backend::{Autodiff, NdArray};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
-use corpus::batch::{pad, Encoded};
+use corpus::batch::{Batch, Encoded, Example};
 use corpus::Scheme;
 use encoders::input::tags_tensor;
 use encoders::positional::Position;
-use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerConfig, TaggerInput, TaggerShape};
+use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerInput, TaggerShape};
 
 type AD = Autodiff<NdArray<f32>>;
 
@@ -39,36 +41,29 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
     let tags = Scheme::Bioes.tag_set(&["X".into()]);
     let data = vec![
         Encoded {
-            question: None,
             words: vec![2, 3, 4],
             chars: vec![vec![2], vec![3, 4], vec![5]],
             caps: vec![2, 4, 3],
             tags: Some(vec![1, 3, 0]),
         },
-        Encoded {
-            words: vec![5, 2],
-            chars: vec![vec![6, 2], vec![2]],
-            caps: vec![1, 2],
-            tags: Some(vec![4, 0]),
-            question: None,
-        },
+        Encoded { words: vec![5, 2], chars: vec![vec![6, 2], vec![2]], caps: vec![1, 2], tags: Some(vec![4, 0]) },
     ];
     // The same sentences as contexts of questions (extractive QA).
     let questions = [vec![3, 5], vec![4]];
-    let with_questions: Vec<Encoded> = data
+    let with_questions: Vec<Example> = data
         .iter()
         .zip(&questions)
-        .map(|(e, q)| Encoded {
-            question: Some(Box::new(Encoded {
+        .map(|(e, q)| Example::Asked {
+            context: e.clone(),
+            question: Encoded {
                 words: q.clone(),
                 chars: q.iter().map(|&w| vec![w]).collect(),
                 caps: vec![1; q.len()],
                 tags: None,
-                question: None,
-            })),
-            ..e.clone()
+            },
         })
         .collect();
+    let plain: Vec<Example> = data.into_iter().map(Example::Plain).collect();
     use QuestionMode::{Concat, Cross};
     for (kind, position, decoder, question) in [
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
@@ -78,24 +73,18 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::Softmax, Concat),
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
     ] {
-        let batch = if question == QuestionMode::None { pad(&data, &[0, 1]) } else { pad(&with_questions, &[0, 1]) };
-        let mut cfg = TaggerConfig::default();
+        let examples = if question == QuestionMode::None { &plain } else { &with_questions };
+        let batch = Batch::pad(examples, &[0, 1]);
+        let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 4;
-        cfg.features.word_dim = 8;
         cfg.features.dropout = 0.0;
-        cfg.encoder.kind = kind;
-        cfg.encoder.bilstm.hidden = 4;
         cfg.encoder.bilstm.layers = 2;
-        cfg.encoder.attention.d_model = 8;
-        cfg.encoder.attention.ffn = 8;
-        cfg.encoder.attention.heads = 2;
         cfg.encoder.attention.position = position;
         cfg.decoder = decoder;
-        cfg.question = question;
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
-        let input = TaggerInput::<AD>::from_padded(&batch, &dev);
-        let loss = model.loss(&input, tags_tensor(&batch, &dev).unwrap());
+        let input = TaggerInput::<AD>::from_batch(&batch, &dev);
+        let loss = model.loss(&input, tags_tensor(batch.context(), &dev).unwrap()).unwrap();
         let grads = loss.backward();
         let mut v = Missing { grads: &grads, missing: Vec::new() };
         model.visit(&mut v);

@@ -1,8 +1,11 @@
 //! Padding never changes what an encoder computes for a real token.
 
+mod common;
+
 use burn::backend::NdArray;
 use burn::prelude::*;
-use burn::tensor::{Distribution, TensorData};
+use burn::tensor::Distribution;
+use common::{assert_close, rows, values};
 use encoders::attention::{AttentionPlan, MultiHeadConfig};
 use encoders::bilstm::BiLstmConfig;
 use encoders::positional::Position;
@@ -15,21 +18,7 @@ fn dev() -> burn::backend::ndarray::NdArrayDevice {
 }
 
 fn mask(lengths: &[usize], l: usize) -> Tensor<B, 2, Bool> {
-    let m: Vec<bool> = lengths.iter().flat_map(|&n| (0..l).map(move |i| i < n)).collect();
-    Tensor::from_data(TensorData::new(m, [lengths.len(), l]), &dev())
-}
-
-/// Row `s` of `x [B, L, D]`, first `n` positions, as a flat vector.
-fn rows(x: &Tensor<B, 3>, s: usize, n: usize) -> Vec<f32> {
-    let [_, _, d] = x.dims();
-    x.clone().slice([s..s + 1, 0..n, 0..d]).into_data().iter::<f32>().collect()
-}
-
-fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol, "{what}: element {i}: {x} vs {y}");
-    }
+    common::mask(lengths, l, &dev())
 }
 
 /// Runs `f` on a padded batch of three sentences and on each alone (with
@@ -49,7 +38,7 @@ fn check_padding_invariance(f: impl Fn(Tensor<B, 3>, Tensor<B, 2, Bool>) -> Tens
         assert_close(&rows(&single, 0, n), &rows(&out, s, n), 1e-5, what);
         // Padding positions are zero.
         let [_, _, dout] = out.dims();
-        let pad: Vec<f32> = out.clone().slice([s..s + 1, n..l, 0..dout]).into_data().iter::<f32>().collect();
+        let pad = values(out.clone().slice([s..s + 1, n..l, 0..dout]));
         assert!(pad.iter().all(|&v| v == 0.0), "{what}: padding not zeroed");
     }
 }
@@ -70,8 +59,8 @@ fn bilstm_backward_direction_starts_at_the_last_real_token() {
     let full = lstm.forward(x.clone(), mask(&[5], 5));
     let last = x.slice([0..1, 4..5, 0..3]);
     let alone = lstm.forward(last, mask(&[1], 1));
-    let bwd_full: Vec<f32> = full.slice([0..1, 4..5, 4..8]).into_data().iter::<f32>().collect();
-    let bwd_alone: Vec<f32> = alone.slice([0..1, 0..1, 4..8]).into_data().iter::<f32>().collect();
+    let bwd_full = values(full.slice([0..1, 4..5, 4..8]));
+    let bwd_alone = values(alone.slice([0..1, 0..1, 4..8]));
     assert_close(&bwd_full, &bwd_alone, 1e-6, "backward state");
 }
 
@@ -103,7 +92,7 @@ fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
     // Sentence 1 has no real key at all.
     let m = mask(&[3, 0], 4);
     let out = mha.forward(x.clone(), x, m, AttentionPlan::dense(), true);
-    let w: Vec<f32> = out.weights.unwrap().into_data().iter::<f32>().collect(); // [2, 2, 4, 4]
+    let w = values(out.weights.unwrap()); // [2, 2, 4, 4]
     for h in 0..2 {
         for i in 0..4 {
             let row = &w[(h * 4 + i) * 4..(h * 4 + i + 1) * 4];
@@ -112,7 +101,7 @@ fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
         }
     }
     assert!(w[32..].iter().all(|&v| v == 0.0), "fully padded row must be zeros");
-    let ctx: Vec<f32> = out.context.into_data().iter::<f32>().collect();
+    let ctx = values(out.context);
     assert!(ctx.iter().all(|v| v.is_finite()));
 }
 
@@ -145,12 +134,12 @@ fn cross_attention_with_no_real_key_gives_zeros_not_nan() {
     let b = Tensor::<B, 3>::random([2, 4, 6], Distribution::Normal(0.0, 1.0), &dev());
     // Sentence 1's question is empty: every key masked. Sentence 0's third query is padding.
     let (ctx, w) = cross(&cross_attention(), encoders::attention::AttentionImpl::Dense, a, &[2, 3], b, &[4, 0]);
-    let ctx: Vec<f32> = ctx.into_data().iter::<f32>().collect(); // [2, 3, 8]
+    let ctx = values(ctx); // [2, 3, 8]
     assert!(ctx.iter().all(|v| v.is_finite()));
     assert!(ctx[24..].iter().all(|&v| v == 0.0), "no real key: the context must be zeros");
     assert!(ctx[16..24].iter().all(|&v| v == 0.0), "a padded query gets a zero context");
     assert!(ctx[..16].iter().any(|&v| v != 0.0));
-    let w: Vec<f32> = w.unwrap().into_data().iter::<f32>().collect(); // [2, 2, 3, 4]
+    let w = values(w.unwrap()); // [2, 2, 3, 4]
     assert!(w[24..].iter().all(|&v| v == 0.0), "no real key: zero weights");
     for h in 0..2 {
         for i in 0..2 {
@@ -183,21 +172,22 @@ fn cross_attention_output_does_not_change_when_the_keys_gain_padding() {
 /// by cross-attention; BiLSTM and attention encoders).
 #[test]
 fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
-    use corpus::batch::{pad, Encoded};
+    use corpus::batch::{Batch, Encoded, Example};
     use corpus::Scheme;
-    use encoders::{EncoderKind, QuestionMode, TaggerConfig, TaggerInput, TaggerShape};
-    let enc = |words: &[u32], question: &[u32]| Encoded {
-        words: words.to_vec(),
-        chars: words.iter().map(|&w| vec![w, w + 1]).collect(),
-        caps: vec![1; words.len()],
-        tags: None,
-        question: Some(Box::new(Encoded {
+    use encoders::{EncoderKind, QuestionMode, TaggerInput, TaggerShape};
+    let enc = |words: &[u32], question: &[u32]| Example::Asked {
+        context: Encoded {
+            words: words.to_vec(),
+            chars: words.iter().map(|&w| vec![w, w + 1]).collect(),
+            caps: vec![1; words.len()],
+            tags: None,
+        },
+        question: Encoded {
             words: question.to_vec(),
             chars: question.iter().map(|&w| vec![w]).collect(),
             caps: vec![2; question.len()],
             tags: None,
-            question: None,
-        })),
+        },
     };
     let data = vec![enc(&[2, 3, 4], &[5, 6]), enc(&[4, 5, 6, 7, 2, 3], &[3, 3, 3, 4, 5]), enc(&[7], &[2])];
     let tags = Scheme::Bioes.tag_set(&["ANS".into()]);
@@ -207,23 +197,17 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         (EncoderKind::Attention, QuestionMode::Cross),
     ] {
         B::seed(&dev(), 5);
-        let mut cfg = TaggerConfig::default();
-        cfg.features.word_dim = 8;
+        let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 2;
         cfg.features.question_match_dim = 3;
-        cfg.encoder.kind = kind;
-        cfg.encoder.bilstm.hidden = 4;
-        cfg.encoder.attention.d_model = 8;
-        cfg.encoder.attention.ffn = 8;
-        cfg.encoder.attention.heads = 2;
-        cfg.question = question;
         let shape = TaggerShape { words: 9, chars: 10, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
         let model = cfg.init::<B>(shape, &dev());
         let t = tags.len();
-        let batch = TaggerInput::<B>::from_padded(&pad(&data, &[0, 1, 2]), &dev());
-        let together = model.forward(&batch, false).emissions; // [3, 6, T]
+        let batch = TaggerInput::<B>::from_batch(&Batch::pad(&data, &[0, 1, 2]), &dev());
+        let together = model.forward(&batch, false).unwrap().emissions; // [3, 6, T]
         for (s, e) in data.iter().enumerate() {
-            let alone = model.forward(&TaggerInput::from_padded(&pad(&data, &[s]), &dev()), false).emissions;
+            let alone =
+                model.forward(&TaggerInput::from_batch(&Batch::pad(&data, &[s]), &dev()), false).unwrap().emissions;
             let what = format!("{kind:?}/{question:?} sentence {s}");
             assert_eq!(alone.dims(), [1, e.len(), t], "{what}: one row per context token");
             assert_close(&rows(&alone, 0, e.len()), &rows(&together, s, e.len()), 1e-4, &what);

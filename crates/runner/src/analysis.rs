@@ -7,7 +7,7 @@
 
 use crate::infer::{self, Request, Windows};
 use anyhow::Result;
-use corpus::batch::Encoded;
+use corpus::Example;
 use corpus::{Sentence, Vocabs};
 use encoders::ops::SeqBackend;
 use encoders::Tagger;
@@ -178,20 +178,21 @@ const CHUNK: usize = 512;
 
 /// Runs `model` over `data` (the encoded `sentences`; sentences over
 /// [`MAX_LEN`] tokens are skipped) through the inference path and returns
-/// the diagnostics of every head; empty for models without attention.
+/// the diagnostics of every head; empty for models without attention. An
+/// error when the examples do not fit the tagger's question mode.
 pub fn diagnose<B: SeqBackend>(
     model: &Tagger<B>,
     vocabs: &Vocabs,
     sentences: &[Sentence],
-    data: &[Encoded],
+    data: &[Example],
     device: &B::Device,
-) -> Vec<HeadStats> {
+) -> Result<Vec<HeadStats>> {
     let kept: Vec<usize> = (0..data.len()).filter(|&i| data[i].len() <= MAX_LEN).collect();
     let mut acc: Option<HeadAccumulator> = None;
     let request = Request::tagging(Windows::NONE).with_attention();
     for ids in kept.chunks(CHUNK) {
-        let chunk: Vec<Encoded> = ids.iter().map(|&i| data[i].clone()).collect();
-        for (&i, tagged) in ids.iter().zip(infer::tag(model, vocabs, &chunk, &request, device).tagged) {
+        let chunk: Vec<Example> = ids.iter().map(|&i| data[i].clone()).collect();
+        for (&i, tagged) in ids.iter().zip(infer::tag(model, vocabs, &chunk, &request, device)?.tagged) {
             let Some(a) = tagged.attention else { continue };
             let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model.attention_layers(), a.heads));
             let boundary: Vec<bool> = sentences[i].tokens.iter().map(|t| is_boundary_token(t)).collect();
@@ -200,7 +201,7 @@ pub fn diagnose<B: SeqBackend>(
             }
         }
     }
-    acc.map(|a| a.finish()).unwrap_or_default()
+    Ok(acc.map(|a| a.finish()).unwrap_or_default())
 }
 
 /// The heads of `stats` flagged as collapsed, if half of them or more are.

@@ -9,7 +9,7 @@
 //! on the host) then runs over the whole stitched sentence, so no seam can
 //! hold an illegal transition and no token is dropped.
 
-use corpus::batch::{pad, plan_batches, BatchSize, Encoded};
+use corpus::batch::{plan_batches, Batch, BatchSize, Example};
 use corpus::score::{score, Counts, Mode};
 use corpus::window::{owners, windows};
 use corpus::{Sentence, Tag, Vocabs};
@@ -112,18 +112,20 @@ pub struct TaggedSplit {
     pub windowed: usize,
 }
 
-/// Tags every sentence of `data` (in its original order).
+/// Tags every sentence of `data` (in its original order). An error when
+/// the examples do not fit the tagger's question mode (questions for a
+/// plain tagger, or none for a QA tagger).
 pub fn tag<B: SeqBackend>(
     model: &Tagger<B>,
     vocabs: &Vocabs,
-    data: &[Encoded],
+    data: &[Example],
     request: &Request,
     device: &B::Device,
-) -> TaggedSplit {
+) -> anyhow::Result<TaggedSplit> {
     let t = vocabs.tags.len();
     let pieces = Pieces::new(data, request.windows);
     // 1. Every window of every sentence through the encoder.
-    let emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device);
+    let emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device)?;
     // 2. Stitch: each token's scores from the window where it is most central.
     let stitched: Vec<Vec<f32>> = (0..data.len()).map(|i| pieces.stitch(i, &emitted.emissions, t)).collect();
     // 3. Decode whole sentences on the host.
@@ -131,7 +133,7 @@ pub fn tag<B: SeqBackend>(
     for (i, a) in emitted.attention.into_iter().enumerate() {
         tagged[i].attention = a;
     }
-    TaggedSplit { tagged, windowed: pieces.plans.iter().filter(|ws| ws.len() > 1).count() }
+    Ok(TaggedSplit { tagged, windowed: pieces.plans.iter().filter(|ws| ws.len() > 1).count() })
 }
 
 /// The windows of every sentence, as sentences of their own.
@@ -140,12 +142,12 @@ struct Pieces {
     plans: Vec<Vec<Range<usize>>>,
     /// Per sentence, the indices of its pieces.
     of: Vec<Range<usize>>,
-    pieces: Vec<Encoded>,
+    pieces: Vec<Example>,
     lengths: Vec<usize>,
 }
 
 impl Pieces {
-    fn new(data: &[Encoded], win: Windows) -> Pieces {
+    fn new(data: &[Example], win: Windows) -> Pieces {
         let plans: Vec<Vec<Range<usize>>> = data.iter().map(|e| win.of(e.len())).collect();
         let mut of = Vec::with_capacity(data.len());
         let mut pieces = Vec::new();
@@ -154,7 +156,7 @@ impl Pieces {
             pieces.extend(ws.iter().map(|r| e.slice(r.clone())));
             of.push(first..pieces.len());
         }
-        let lengths = pieces.iter().map(Encoded::len).collect();
+        let lengths = pieces.iter().map(Example::len).collect();
         Pieces { plans, of, pieces, lengths }
     }
 
@@ -201,24 +203,23 @@ fn encode_pieces<B: SeqBackend>(
     attention: bool,
     t: usize,
     device: &B::Device,
-) -> Emitted {
-    let results: Vec<(Vec<usize>, Vec<Vec<f32>>, Vec<SentenceAttention>)> = pieces
+) -> anyhow::Result<Emitted> {
+    type Encoded = (Vec<usize>, Vec<Vec<f32>>, Vec<SentenceAttention>);
+    let results: Vec<Encoded> = pieces
         .batches(batching)
         .into_par_iter()
         .map(|ids| {
-            let batch = pad(&pieces.pieces, &ids);
-            let input = TaggerInput::<B>::from_padded(&batch, device);
-            let out = model.forward(&input, attention);
+            let batch = Batch::pad(&pieces.pieces, &ids);
+            let input = TaggerInput::<B>::from_batch(&batch, device);
+            let out = model.forward(&input, attention)?;
             let e: Vec<f32> = out.emissions.into_data().iter::<f32>().collect(); // [b, L, T]
-            let per_piece: Vec<Vec<f32>> = ids
-                .iter()
-                .enumerate()
-                .map(|(b, &p)| e[b * batch.len * t..(b * batch.len + pieces.lengths[p]) * t].to_vec())
-                .collect();
+            let l = batch.context().len;
+            let per_piece: Vec<Vec<f32>> =
+                ids.iter().enumerate().map(|(b, &p)| e[b * l * t..(b * l + pieces.lengths[p]) * t].to_vec()).collect();
             let maps = if attention { attention_maps(out.attention, &ids, &pieces.lengths) } else { Vec::new() };
-            (ids, per_piece, maps)
+            Ok((ids, per_piece, maps))
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     let mut emissions = vec![Vec::new(); pieces.pieces.len()];
     let mut by_piece: Vec<Option<SentenceAttention>> = vec![None; pieces.pieces.len()];
     for (ids, per_piece, maps) in results {
@@ -232,7 +233,7 @@ fn encode_pieces<B: SeqBackend>(
     // A sentence's attention is its piece's when it was tagged whole.
     let attention =
         pieces.of.iter().map(|r| if r.len() == 1 { by_piece[r.start].take() } else { None }).collect::<Vec<_>>();
-    Emitted { emissions, attention }
+    Ok(Emitted { emissions, attention })
 }
 
 /// Per piece of the batch, its attention over its real tokens, from the
@@ -326,7 +327,7 @@ mod tests {
     use encoders::EncoderKind;
 
     /// An untrained attention tagger and 30 generated sentences for it.
-    fn setup() -> (Tagger<Flex>, Vocabs, Vec<Encoded>) {
+    fn setup() -> (Tagger<Flex>, Vocabs, Vec<Example>) {
         let data = generate(Lang::En, 30, 4);
         let labels: Vec<String> = data
             .iter()
@@ -337,7 +338,7 @@ mod tests {
         let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
         let vocabs =
             Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
-        let encoded = data.iter().map(|(t, _)| vocabs.encode(t, None, 20)).collect();
+        let encoded = data.iter().map(|(t, _)| vocabs.example(t, None, None, 20)).collect();
         let mut cfg = RunConfig::default();
         cfg.model.encoder.kind = EncoderKind::Attention;
         cfg.model.encoder.attention.d_model = 16;
@@ -351,11 +352,11 @@ mod tests {
         let (model, vocabs, data) = setup();
         let device = Default::default();
         let planned = Request::tagging(Windows::NONE).with_confidence(true).with_attention();
-        let a = tag(&model, &vocabs, &data, &planned, &device).tagged;
+        let a = tag(&model, &vocabs, &data, &planned, &device).unwrap().tagged;
         // The sentences in other batches (pairs, in reverse order).
         let groups: Vec<Vec<usize>> =
             (0..data.len()).rev().collect::<Vec<_>>().chunks(2).map(<[usize]>::to_vec).collect();
-        let b = tag(&model, &vocabs, &data, &planned.clone().in_batches(groups), &device).tagged;
+        let b = tag(&model, &vocabs, &data, &planned.clone().in_batches(groups), &device).unwrap().tagged;
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
             assert_eq!(x.tags, y.tags, "sentence {i}");
             let (p, q) = (x.confidence.as_ref().unwrap(), y.confidence.as_ref().unwrap());
@@ -373,7 +374,8 @@ mod tests {
         }
         // In windows of 4 tokens: no attention for sentences cut, every token tagged.
         let cut =
-            tag(&model, &vocabs, &data, &Request::tagging(Windows { max_len: 4, stride: 2 }).with_attention(), &device);
+            tag(&model, &vocabs, &data, &Request::tagging(Windows { max_len: 4, stride: 2 }).with_attention(), &device)
+                .unwrap();
         assert!(cut.windowed > 0);
         for (e, t) in data.iter().zip(&cut.tagged) {
             assert_eq!(t.tags.len(), e.len());

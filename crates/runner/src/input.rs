@@ -43,7 +43,7 @@ pub fn parse_input(path: &Path, text: &str, format: InputFormat, scheme: corpus:
         let sentences = tokens
             .into_iter()
             .enumerate()
-            .map(|(i, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line: i + 1, question: None })
+            .map(|(i, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line: i + 1 })
             .collect();
         return Ok(Input { sentences, gold: false });
     }
@@ -57,7 +57,6 @@ pub fn parse_input(path: &Path, text: &str, format: InputFormat, scheme: corpus:
                 tokens: s.rows.into_iter().map(|r| r[0].clone()).collect(),
                 doc: s.doc,
                 line: s.line,
-                question: None,
             })
             .collect();
         return Ok(Input { sentences, gold: false });

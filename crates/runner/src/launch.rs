@@ -147,7 +147,7 @@ pub fn plan_memory<B: Backend>(
 ) -> Result<()> {
     let params = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device).num_params();
     let len = prep.train.iter().map(|e| e.len()).max().unwrap_or(1);
-    let word_len = prep.train.iter().flat_map(|e| e.chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
+    let word_len = prep.train.iter().flat_map(|e| e.context().chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
     let baseline = if device_name.starts_with("cuda") { 0 } else { crate::memory::rss().map_or(0, |r| r.0) };
     let shape = crate::memory::StepShape { batch: 1, len, word_len, params, tags: prep.vocabs.parsed_tags().len() };
     let d = crate::memory::plan(cfg, budget, baseline, shape)?;

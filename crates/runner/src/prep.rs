@@ -3,8 +3,9 @@
 
 use crate::config::RunConfig;
 use anyhow::{bail, Context, Result};
-use corpus::batch::Encoded;
+use corpus::squad::QaItem;
 use corpus::vectors::read_vectors;
+use corpus::Example;
 use corpus::{Dataset, Sentence, SplitName, Tag, Vocabs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub struct EvalSplit {
     pub name: SplitName,
     pub sentences: Vec<Sentence>,
-    pub encoded: Vec<Encoded>,
+    pub encoded: Vec<Example>,
     /// Question-answering data: what maps tagged spans back to answers.
     pub qa: Option<Vec<corpus::squad::QaItem>>,
 }
@@ -74,7 +75,7 @@ pub struct Prepared {
     pub vocabs: Vocabs,
     /// The tagger's tag set (in `vocabs.scheme`).
     pub tags: Vec<Tag>,
-    pub train: Vec<Encoded>,
+    pub train: Vec<Example>,
     /// Where each training example starts: `(file, line)`, for messages.
     pub train_origin: (std::path::PathBuf, Vec<usize>),
     pub train_tokens: usize,
@@ -97,15 +98,17 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let tagger_scheme = cfg.data.tagger_scheme(ds.scheme)?;
     let labels: Vec<String> = ds.labels(SplitName::Train).into_iter().collect();
     let normalize = corpus::Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
-    // Questions (QA data) are text of the same language: their words count too.
-    let mut vocabs = Vocabs::build(
-        train.sentences.iter().flat_map(|s| std::iter::once(s.tokens.as_slice()).chain(s.question.as_deref())),
-        &labels,
-        normalize,
-        cfg.data.min_word_freq,
-        tagger_scheme,
-        ds.scheme,
-    );
+    // Questions (QA data) are text of the same language: their words count
+    // too, each after its context.
+    let questions = questions(train);
+    let texts: Vec<&[String]> = train
+        .sentences
+        .iter()
+        .zip(&questions)
+        .flat_map(|(s, q)| std::iter::once(s.tokens.as_slice()).chain(*q))
+        .collect();
+    let mut vocabs =
+        Vocabs::build(texts.iter().copied(), &labels, normalize, cfg.data.min_word_freq, tagger_scheme, ds.scheme);
     let mut notes = Vec::new();
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(
@@ -127,16 +130,14 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let mut windowed = 0;
     let mut train_enc = Vec::with_capacity(train.sentences.len());
     let mut train_lines = Vec::with_capacity(train.sentences.len());
-    for s in &train.sentences {
+    for (s, &question) in train.sentences.iter().zip(&questions) {
         let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
         let ws = win.of(s.tokens.len());
         windowed += usize::from(ws.len() > 1);
         for r in ws {
             let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
             train_lines.push(s.line + r.start);
-            let mut e = vocabs.encode(&s.tokens[r], Some(&tags), max_chars);
-            e.question = s.question.as_ref().map(|q| Box::new(vocabs.encode(q, None, max_chars)));
-            train_enc.push(e);
+            train_enc.push(vocabs.example(&s.tokens[r], question, Some(&tags), max_chars));
         }
     }
     if windowed > 0 {
@@ -153,7 +154,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         .map(|s| EvalSplit {
             name: s.name,
             sentences: s.sentences.clone(),
-            encoded: encode_untagged(&vocabs, &s.sentences, max_chars),
+            encoded: encode_untagged(&vocabs, &s.sentences, s.qa.as_deref(), max_chars),
             qa: s.qa.clone(),
         })
         .collect();
@@ -170,8 +171,24 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     })
 }
 
-pub fn encode_untagged(vocabs: &Vocabs, sentences: &[Sentence], max_chars: usize) -> Vec<Encoded> {
-    sentences.iter().map(|s| vocabs.encode_sentence(s, None, max_chars)).collect()
+/// Sentences as examples without tags, each read against its question
+/// when `qa` gives them (extractive QA).
+pub fn encode_untagged(
+    vocabs: &Vocabs,
+    sentences: &[Sentence],
+    qa: Option<&[QaItem]>,
+    max_chars: usize,
+) -> Vec<Example> {
+    let question = |i: usize| qa.map(|items| items[i].question.as_slice());
+    sentences.iter().enumerate().map(|(i, s)| vocabs.example(&s.tokens, question(i), None, max_chars)).collect()
+}
+
+/// Each sentence's question in a QA split (`None` for plain tagging).
+fn questions(split: &corpus::Split) -> Vec<Option<&[String]>> {
+    match &split.qa {
+        Some(items) => items.iter().map(|i| Some(i.question.as_slice())).collect(),
+        None => vec![None; split.sentences.len()],
+    }
 }
 
 /// Reads the vectors of the training words and of dev/test words, adds the

@@ -84,7 +84,7 @@ fn score_split<B: SeqBackend>(
     let name = split.name.as_str();
     // QA picks the most confident span: ask for the confidences.
     let request = Request::tagging(cfg.data.windows()).with_confidence(split.qa.is_some());
-    let tagged: Vec<Tagged> = infer::tag(best, &prep.vocabs, &split.encoded, &request, device).tagged;
+    let tagged: Vec<Tagged> = infer::tag(best, &prep.vocabs, &split.encoded, &request, device)?.tagged;
     let metrics = SplitMetrics::from(infer::score_predictions(&split.sentences, &tagged).report());
     corpus::io::write_atomic(
         &out.join(format!("predictions.{name}.conll")),
@@ -117,7 +117,10 @@ fn head_diagnostics<B: SeqBackend>(
     if best.attention_layers() == 0 || joint {
         return;
     }
-    let stats = crate::analysis::diagnose(best, &prep.vocabs, &dev.sentences, &dev.encoded, device);
+    let stats = match crate::analysis::diagnose(best, &prep.vocabs, &dev.sentences, &dev.encoded, device) {
+        Ok(stats) => stats,
+        Err(e) => return reporter.message(&format!("warning: head diagnostics not computed: {e:#}")),
+    };
     if let Err(e) = crate::analysis::write_heads_csv(&out.join("heads.csv"), &stats) {
         reporter.message(&format!("warning: head diagnostics not written: {e:#}"));
     }

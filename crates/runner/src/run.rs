@@ -8,8 +8,8 @@ use crate::model::build_model;
 use crate::reporter::Reporter;
 use crate::{prep, rundir};
 use anyhow::{Context, Result};
-use corpus::batch::Encoded;
 use corpus::squad::{QaItem, QaScore};
+use corpus::Example;
 use corpus::{Sentence, SplitName, Tag, Vocabs};
 use encoders::ops::SeqBackend;
 use serde::Serialize;
@@ -56,14 +56,14 @@ impl LoadedRun {
     /// windows, as the run was configured).
     pub fn tag<B: SeqBackend>(
         &self,
-        data: &[Encoded],
+        data: &[Example],
         confidence: bool,
         device: &B::Device,
         reporter: &dyn Reporter,
     ) -> Result<TaggedSplit> {
         let model = self.model::<B>(device)?;
         let request = Request::tagging(self.cfg.data.windows()).with_confidence(confidence);
-        let tagged = infer::tag(&model, &self.vocabs, data, &request, device);
+        let tagged = infer::tag(&model, &self.vocabs, data, &request, device)?;
         if tagged.windowed > 0 {
             reporter.message(&format!(
                 "note: {} of {} sentences were longer than data.max_len = {} and were tagged in overlapping windows",
@@ -85,8 +85,10 @@ impl LoadedRun {
         }
     }
 
-    pub fn encode(&self, sentences: &[Sentence]) -> Vec<Encoded> {
-        prep::encode_untagged(&self.vocabs, sentences, self.cfg.data.max_word_chars)
+    /// Sentences as examples, each read against its question when `qa`
+    /// gives them (a QA run's data).
+    pub fn encode(&self, sentences: &[Sentence], qa: Option<&[QaItem]>) -> Vec<Example> {
+        prep::encode_untagged(&self.vocabs, sentences, qa, self.cfg.data.max_word_chars)
     }
 
     /// The run's tag set, in the tagger's scheme.
@@ -134,7 +136,8 @@ pub fn evaluate<B: SeqBackend>(
     device: &B::Device,
     reporter: &dyn Reporter,
 ) -> Result<Evaluation> {
-    let TaggedSplit { tagged, windowed } = run.tag::<B>(&run.encode(split), answers.is_some(), device, reporter)?;
+    let TaggedSplit { tagged, windowed } =
+        run.tag::<B>(&run.encode(split, answers), answers.is_some(), device, reporter)?;
     let counts = infer::score_predictions(split, &tagged);
     let qa = answers.map(|items| crate::qa::score(items, &crate::qa::answers(items, &tagged, &run.tags())));
     Ok(Evaluation { counts, sentences: split.len(), windowed, qa })
@@ -159,7 +162,7 @@ pub fn predict<B: SeqBackend>(
 ) -> Result<Prediction> {
     let sentences = &input.sentences;
     let want_conf = format == OutputFormat::Jsonl || qa.is_some();
-    let tagged = run.tag::<B>(&run.encode(sentences), want_conf, device, reporter)?.tagged;
+    let tagged = run.tag::<B>(&run.encode(sentences, qa), want_conf, device, reporter)?.tagged;
     if let Some(items) = qa {
         let answers = crate::qa::answers(items, &tagged, &run.tags());
         let score_line =

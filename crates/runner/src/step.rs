@@ -13,10 +13,11 @@ use burn::optim::{
 };
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use corpus::batch::PaddedBatch;
+use corpus::batch::Batch;
 use corpus::vocab::UNK_ID;
 use encoders::input::tags_tensor;
 use encoders::ops::SeqBackend;
+use encoders::tagger::TaggerError;
 use encoders::{Tagger, TaggerInput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -60,6 +61,15 @@ impl<B: AutodiffBackend> Opt<B> {
     }
 }
 
+/// What a training step did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The model was updated; the batch's mean loss.
+    Stepped(f64),
+    /// The loss or a gradient was not finite (why): the model is unchanged.
+    Skipped(String),
+}
+
 /// A model and its optimizer: what a training step updates.
 pub struct Learner<B: AutodiffBackend> {
     /// Always `Some` between steps (taken while the optimizer updates it).
@@ -86,8 +96,9 @@ impl<B: AutodiffBackend + SeqBackend> Learner<B> {
     /// One training step on `batch` at learning rate `lr`, every random draw
     /// (dropout masks, word dropout) from `seed`: the mean loss, or why the
     /// step was not taken (a non-finite loss or gradient; the model is then
-    /// unchanged).
-    pub fn step(&mut self, batch: &PaddedBatch, seed: u64, lr: f64, device: &B::Device) -> Result<f64, String> {
+    /// unchanged). An error when the batch does not fit the tagger's
+    /// question mode.
+    pub fn step(&mut self, batch: &Batch, seed: u64, lr: f64, device: &B::Device) -> Result<Outcome, TaggerError> {
         encoders::dropout::seed_all::<B>(device, seed);
         let dropped;
         let batch = if self.word_dropout > 0.0 {
@@ -97,7 +108,13 @@ impl<B: AutodiffBackend + SeqBackend> Learner<B> {
             batch
         };
         let model = self.model.take().expect("the model is back after every step");
-        let (value, grads) = loss_and_grads(&model, batch, seed, device);
+        let (value, grads) = match loss_and_grads(&model, batch, seed, device) {
+            Ok(found) => found,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(e);
+            }
+        };
         let bad = if !value.is_finite() {
             Some(format!("the loss is {value}"))
         } else if !gradients_finite(&model, &grads) {
@@ -109,7 +126,7 @@ impl<B: AutodiffBackend + SeqBackend> Learner<B> {
             None => self.opt.step(lr, model, grads),
             Some(_) => model,
         });
-        bad.map_or(Ok(value), Err)
+        Ok(bad.map_or(Outcome::Stepped(value), Outcome::Skipped))
     }
 
     /// The model and optimizer, for a checkpoint.
@@ -118,11 +135,13 @@ impl<B: AutodiffBackend + SeqBackend> Learner<B> {
     }
 }
 
-/// `batch` with each real token's word id replaced by UNK with probability `p`.
-fn word_dropout(batch: &PaddedBatch, p: f64, seed: u64) -> PaddedBatch {
+/// `batch` with each real token's word id replaced by UNK with
+/// probability `p` (the tagged sentences' words, not the questions').
+fn word_dropout(batch: &Batch, p: f64, seed: u64) -> Batch {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut batch = batch.clone();
-    for (w, &real) in batch.words.iter_mut().zip(&batch.mask) {
+    let context = batch.context_mut();
+    for (w, &real) in context.words.iter_mut().zip(&context.mask) {
         if real && rng.random_bool(p) {
             *w = UNK_ID as i64;
         }
@@ -140,28 +159,29 @@ fn word_dropout(batch: &PaddedBatch, p: f64, seed: u64) -> PaddedBatch {
 /// loss and the summed gradients are those of the whole batch.
 pub fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
     model: &Tagger<B>,
-    batch: &PaddedBatch,
+    batch: &Batch,
     seed: u64,
     device: &B::Device,
-) -> (f64, GradientsParams) {
-    loss_and_grads_in(model, batch, B::train_shards(batch.batch), seed, device)
+) -> Result<(f64, GradientsParams), TaggerError> {
+    loss_and_grads_in(model, batch, B::train_shards(batch.size()), seed, device)
 }
 
 /// [`loss_and_grads`] with `shards` parts.
 pub(crate) fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
     model: &Tagger<B>,
-    batch: &PaddedBatch,
+    batch: &Batch,
     shards: usize,
     seed: u64,
     device: &B::Device,
-) -> (f64, GradientsParams) {
-    let part_loss = |k: usize, part: &PaddedBatch, model: &Tagger<B>| {
+) -> Result<(f64, GradientsParams), TaggerError> {
+    let part_loss = |k: usize, part: &Batch, model: &Tagger<B>| {
         encoders::dropout::with_seed(seed.wrapping_add(k as u64), || {
-            let input = TaggerInput::<B>::from_padded(part, device);
-            let gold = tags_tensor::<B>(part, device).expect("training batches carry tags");
-            let loss = model.loss(&input, gold).mul_scalar(part.batch as f64 / batch.batch.max(1) as f64);
+            let input = TaggerInput::<B>::from_batch(part, device);
+            let gold = tags_tensor::<B>(part.context(), device).expect("training batches carry tags");
+            let share = part.size() as f64 / batch.size().max(1) as f64;
+            let loss = model.loss(&input, gold)?.mul_scalar(share);
             let value: f64 = loss.clone().into_scalar().elem();
-            (value, GradientsParams::from_grads(loss.backward(), model))
+            Ok((value, GradientsParams::from_grads(loss.backward(), model)))
         })
     };
     if shards <= 1 {
@@ -182,13 +202,13 @@ pub(crate) fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
     if threads == 0 {
         // Fewer threads than parts: one after another, to the same result.
         let parts: Vec<(f64, GradientsParams)> =
-            parts.iter().enumerate().map(|(k, part)| part_loss(k, part, model)).collect();
-        return sum_parts(model, parts);
+            parts.iter().enumerate().map(|(k, part)| part_loss(k, part, model)).collect::<Result<_, _>>()?;
+        return Ok(sum_parts(model, parts));
     }
     let pools: Vec<rayon::ThreadPool> = (0..parts.len())
         .map(|_| rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool"))
         .collect();
-    let parts: Vec<(f64, GradientsParams)> = std::thread::scope(|scope| {
+    let parts: Vec<Result<(f64, GradientsParams), TaggerError>> = std::thread::scope(|scope| {
         let running: Vec<_> = parts
             .iter()
             .zip(&pools)
@@ -199,7 +219,7 @@ pub(crate) fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
             .collect();
         running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
-    sum_parts(model, parts)
+    Ok(sum_parts(model, parts.into_iter().collect::<Result<Vec<_>, _>>()?))
 }
 
 /// The parts' losses and gradients added up, in part order (the same result
@@ -267,7 +287,6 @@ mod tests {
     use super::*;
     use crate::model::build_model;
     use burn::backend::{Autodiff, Flex};
-    use corpus::batch::pad;
     use corpus::toy::{generate, Lang};
     use corpus::vocab::Normalize;
     use corpus::Scheme;
@@ -294,7 +313,7 @@ mod tests {
     }
 
     /// A batch of 40 generated sentences and a model of `kind` for them.
-    fn setup(kind: EncoderKind, dropout: f64) -> (Tagger<A>, PaddedBatch) {
+    fn setup(kind: EncoderKind, dropout: f64) -> (Tagger<A>, Batch) {
         let data = generate(Lang::En, 40, 5);
         let labels: Vec<String> = data
             .iter()
@@ -306,7 +325,7 @@ mod tests {
         let vocabs =
             Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
         let encoded: Vec<_> =
-            data.iter().map(|(t, sp)| vocabs.encode(t, Some(&Scheme::Bioes.encode(t.len(), sp)), 20)).collect();
+            data.iter().map(|(t, sp)| vocabs.example(t, None, Some(&Scheme::Bioes.encode(t.len(), sp)), 20)).collect();
         let mut cfg = RunConfig::default();
         cfg.model.encoder.kind = kind;
         cfg.model.encoder.attention.d_model = 16;
@@ -319,7 +338,7 @@ mod tests {
         let device = Default::default();
         A::seed(&device, 11);
         let model = build_model::<A>(&cfg, &vocabs, None, &device);
-        (model, pad(&encoded, &(0..encoded.len()).collect::<Vec<_>>()))
+        (model, Batch::pad(&encoded, &(0..encoded.len()).collect::<Vec<_>>()))
     }
 
     /// Without dropout, a batch cut into parts gives the whole batch's loss
@@ -333,10 +352,11 @@ mod tests {
             // lazily): the parts must share its parameters, not initialise
             // copies of their own.
             let (model, batch) = setup(kind, 0.0);
-            let first = loss_and_grads_in(&model, &batch, 2, 3, &device);
-            let (whole, g_whole) = loss_and_grads_in(&model, &batch, 1, 3, &device);
+            let first = loss_and_grads_in(&model, &batch, 2, 3, &device).unwrap();
+            let (whole, g_whole) = loss_and_grads_in(&model, &batch, 1, 3, &device).unwrap();
             let g_whole = flat(&model, &g_whole);
-            for (shards, (value, grads)) in [(2, first), (3, loss_and_grads_in(&model, &batch, 3, 3, &device))] {
+            for (shards, (value, grads)) in [(2, first), (3, loss_and_grads_in(&model, &batch, 3, 3, &device).unwrap())]
+            {
                 assert!(
                     (value - whole).abs() < 1e-4 * whole.abs(),
                     "{kind:?}, {shards} parts: loss {value} vs {whole}"
@@ -351,13 +371,13 @@ mod tests {
             let runs: Vec<(f64, Vec<Vec<f32>>)> = (0..3)
                 .map(|_| {
                     let (model, batch) = setup(kind, 0.3);
-                    let (v, g) = loss_and_grads_in(&model, &batch, 3, 7, &device);
+                    let (v, g) = loss_and_grads_in(&model, &batch, 3, 7, &device).unwrap();
                     (v, flat(&model, &g))
                 })
                 .collect();
             let (model, batch) = setup(kind, 0.3);
             assert!(runs.iter().all(|r| *r == runs[0]), "{kind:?}: the same seed must give the same gradients");
-            let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device);
+            let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device).unwrap();
             assert_ne!(other, runs[0].0, "{kind:?}: another seed draws other dropout masks");
         }
     }

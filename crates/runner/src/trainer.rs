@@ -11,11 +11,11 @@ use crate::prep::{EvalSplit, Prepared};
 use crate::report::Finished;
 use crate::reporter::{Progress, Reporter};
 use crate::rundir::{self, EpochRow, EpochSoFar, Summary, TrainState};
-use crate::step::{Learner, Opt};
+use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Result};
 use burn::module::Module;
 use burn::tensor::backend::AutodiffBackend;
-use corpus::batch::{pad, plan_batches, PaddedBatch};
+use corpus::batch::{plan_batches, Batch, PaddedBatch};
 use corpus::SplitName;
 use encoders::ops::SeqBackend;
 use std::path::Path;
@@ -72,7 +72,7 @@ fn start_run(cfg: &RunConfig, prep: &Prepared, opts: &TrainOptions) -> Result<ru
         // Checkpoints of an earlier run in this folder must not be resumed into this one.
         checkpoint::remove_all(out);
     }
-    if prep.train.iter().any(|e| e.tags.is_none()) {
+    if prep.train.iter().any(|e| e.context().tags.is_none()) {
         bail!("a training sentence has a tag outside the tag vocabulary");
     }
     Ok(lock)
@@ -190,7 +190,7 @@ where
         let seconds = |started: &Instant| so_far.seconds + started.elapsed().as_secs_f64();
         let mut sums = Sums { loss: so_far.loss_sum, tokens: so_far.tokens, sentences: so_far.sentences, lr: t.lr };
         for (b, ids) in batches.iter().enumerate().skip(so_far.batches) {
-            let batch = pad(&self.prep.train, ids);
+            let batch = Batch::pad(&self.prep.train, ids);
             let stepped = self.batch(epoch, b, batches.len(), &batch, &mut sums, bar.as_ref())?;
             bar.inc(1);
             bar.set_message(format!(
@@ -228,7 +228,7 @@ where
         epoch: usize,
         b: usize,
         of: usize,
-        batch: &PaddedBatch,
+        batch: &Batch,
         sums: &mut Sums,
         bar: &dyn Progress,
     ) -> Result<bool> {
@@ -238,17 +238,17 @@ where
         // uninterrupted run would have.
         let seed = self.cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(((epoch as u64) << 32) | b as u64);
         let lr = t.lr_at(self.state.step, self.total_steps, epoch - 1);
-        match self.learner.step(batch, seed, lr, self.device) {
-            Ok(loss) => {
+        match self.learner.step(batch, seed, lr, self.device)? {
+            Outcome::Stepped(loss) => {
                 sums.lr = lr;
                 self.state.step += 1;
-                sums.loss += loss * batch.batch as f64;
-                sums.tokens += batch.lengths.iter().sum::<usize>();
-                sums.sentences += batch.batch;
+                sums.loss += loss * batch.size() as f64;
+                sums.tokens += batch.context().lengths.iter().sum::<usize>();
+                sums.sentences += batch.size();
                 Ok(true)
             }
-            Err(what) => {
-                let cause = likely_cause(batch, &self.prep.train_origin, sums.lr);
+            Outcome::Skipped(what) => {
+                let cause = likely_cause(batch.context(), &self.prep.train_origin, sums.lr);
                 if t.on_nan == OnNan::Stop {
                     bar.finish();
                     bail!(
@@ -315,7 +315,7 @@ where
         let dev = self.prep.split(SplitName::Dev);
         let (improved, selected) = match (dev, evaluate_now) {
             (Some(dev), true) => {
-                let selected = score_dev(self.cfg, self.prep, dev, &inner, &mut row, self.device);
+                let selected = score_dev(self.cfg, self.prep, dev, &inner, &mut row, self.device)?;
                 (self.state.best_f1.is_none_or(|best| selected > best), selected)
             }
             // Without a dev split the last epoch is the best one.
@@ -375,17 +375,17 @@ fn score_dev<B: SeqBackend>(
     model: &encoders::Tagger<B>,
     row: &mut EpochRow,
     device: &B::Device,
-) -> f64 {
+) -> Result<f64> {
     let request = Request::tagging(cfg.data.windows()).with_confidence(dev.qa.is_some());
-    let tagged = infer::tag(model, &prep.vocabs, &dev.encoded, &request, device).tagged;
+    let tagged = infer::tag(model, &prep.vocabs, &dev.encoded, &request, device)?.tagged;
     let r = infer::score_predictions(&dev.sentences, &tagged).report();
     row.dev_precision = r.overall.precision;
     row.dev_recall = r.overall.recall;
     row.dev_f1 = r.overall.f1;
-    match &dev.qa {
+    Ok(match &dev.qa {
         Some(items) => crate::qa::score(items, &crate::qa::answers(items, &tagged, &prep.tags)).f1,
         None => r.overall.f1,
-    }
+    })
 }
 
 /// The line printed after each epoch.

@@ -9,7 +9,6 @@
 use crate::infer::{self, Request, SentenceAttention, Windows};
 use crate::run::LoadedRun;
 use anyhow::{Context, Result};
-use corpus::Sentence;
 use encoders::ops::SeqBackend;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -279,21 +278,21 @@ impl Drawing<'_> {
     }
 }
 
-/// Tags `tokens` with the run's model (through the inference path) and
-/// draws its attention into `opts.out`: per-head heatmaps, the clustered
+/// Tags `tokens` (read against `question`, for a QA run) with the run's
+/// model (through the inference path) and draws its attention into `opts.out`: per-head heatmaps, the clustered
 /// mean, the focus token's bars, and `index.html`. Returns the line to print.
 pub fn pictures<B: SeqBackend>(
     run: &LoadedRun,
     tokens: &[String],
+    question: Option<&[String]>,
     label: &str,
     opts: &PictureOptions,
     device: &B::Device,
 ) -> Result<String> {
     let model = run.model::<B>(device)?;
-    let sentence = Sentence { tokens: tokens.to_vec(), tags: Vec::new(), doc: 0, line: 1, question: None };
-    let encoded = run.encode(std::slice::from_ref(&sentence));
+    let encoded = vec![run.vocabs.example(tokens, question, None, run.cfg.data.max_word_chars)];
     let request = Request::tagging(Windows::NONE).with_attention();
-    let tagged = infer::tag(&model, &run.vocabs, &encoded, &request, device).tagged.remove(0);
+    let tagged = infer::tag(&model, &run.vocabs, &encoded, &request, device)?.tagged.remove(0);
     let tags: Vec<String> = tagged.tags.iter().map(|t| t.to_string()).collect();
     let attention = tagged.attention.context("the model gave no attention weights")?;
     let d = drawing(tokens, &attention, opts)?;

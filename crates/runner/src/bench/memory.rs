@@ -13,13 +13,13 @@ use super::median_seconds;
 use crate::config::RunConfig;
 use crate::memory::{self, StepShape};
 use crate::model::encoder_name;
-use crate::step::{Learner, Opt};
+use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, TensorData};
-use corpus::batch::PaddedBatch;
+use corpus::batch::{Batch, PaddedBatch};
 use corpus::Scheme;
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadConfig};
 use encoders::ops::SeqBackend;
@@ -204,6 +204,9 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
     if s.words < 3 {
         bail!("--words must be at least 3 (padding, unknown and one word)");
     }
+    if cfg.model.question != encoders::QuestionMode::None {
+        bail!("bench memory measures plain tagging (its synthetic batches have no questions): set model.question = \"none\"");
+    }
     B::seed(device, cfg.seed);
     let tags = synthetic_tags();
     let o = tags.iter().position(|t| t.to_string() == "O").context("no O tag")?;
@@ -213,16 +216,17 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
     );
     let params = model.num_params();
     let word_len = s.word_len.max(1).min(cfg.data.max_word_chars.max(1));
-    let padded = synthetic_batch(s.batch, s.seq_len, word_len, s.words, o, cfg.seed);
+    let padded = Batch::Plain(synthetic_batch(s.batch, s.seq_len, word_len, s.words, o, cfg.seed));
     let shape = StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len() };
     let estimate = memory::estimate(cfg, shape);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);
     let mut failed = None;
-    let (seconds, peak, process_peak) = measure::<B>(device, 0, || {
-        if let Err(e) = learner.step(&padded, cfg.seed, cfg.train.lr, device) {
-            failed = Some(e);
-        }
-    })?;
+    let (seconds, peak, process_peak) =
+        measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {
+            Ok(Outcome::Stepped(_)) => {}
+            Ok(Outcome::Skipped(why)) => failed = Some(why),
+            Err(e) => failed = Some(e.to_string()),
+        })?;
     if let Some(e) = failed {
         bail!("the training step failed: {e}");
     }
@@ -260,6 +264,5 @@ fn synthetic_batch(batch: usize, len: usize, word_len: usize, words: usize, o_ta
         chars: (0..n * word_len).map(|_| rng.random_range(2..60)).collect(),
         tags: Some(vec![o_tag as i64; n]),
         mask: vec![true; n],
-        question: None,
     }
 }

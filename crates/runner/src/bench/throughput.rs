@@ -14,10 +14,10 @@ use crate::config::{self, RunConfig};
 use crate::infer::{self, Request};
 use crate::model::{build_model, decoder_name, encoder_name};
 use crate::prep::{self, Prepared};
-use crate::step::{Learner, Opt};
+use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::AutodiffBackend;
-use corpus::batch::{pad, plan_batches, BatchSize, Encoded, PaddedBatch};
+use corpus::batch::{plan_batches, Batch, BatchSize, Example};
 use corpus::{Columns, Dataset, Prefix, Scheme, Sentence, Split, SplitName, Tag};
 use encoders::ops::SeqBackend;
 use rand::{Rng, SeedableRng};
@@ -100,7 +100,7 @@ pub fn generated_sentences(n: usize, seed: u64) -> Vec<Sentence> {
                     tokens.push(spelling((20000f64.powf(u) as usize).min(19999)));
                 }
             }
-            Sentence { tokens, tags, doc: 0, line: i + 1, question: None }
+            Sentence { tokens, tags, doc: 0, line: i + 1 }
         })
         .collect()
 }
@@ -144,7 +144,7 @@ pub fn load(config: &Path, set: &[String], opts: &BenchOptions) -> Result<(RunCo
 
 /// `n` length-bucketed batches of `size` sentences of `data`, as indices
 /// (more passes over the sentences, each shuffled anew, when one is not enough).
-pub fn plan(data: &[Encoded], size: usize, n: usize, seed: u64) -> Vec<Vec<usize>> {
+pub fn plan(data: &[Example], size: usize, n: usize, seed: u64) -> Vec<Vec<usize>> {
     let lengths: Vec<usize> = data.iter().map(|e| e.len()).collect();
     let mut out = Vec::with_capacity(n);
     for pass in 0.. {
@@ -162,14 +162,14 @@ pub fn plan(data: &[Encoded], size: usize, n: usize, seed: u64) -> Vec<Vec<usize
 }
 
 /// The training batches the benchmark steps through (and `--dump` writes).
-pub fn training_batches(prep: &Prepared, opts: &BenchOptions) -> Vec<PaddedBatch> {
+pub fn training_batches(prep: &Prepared, opts: &BenchOptions) -> Vec<Batch> {
     let ids = plan(&prep.train, opts.batch, opts.warmup + opts.steps, opts.seed);
-    ids.iter().map(|ids| pad(&prep.train, ids)).collect()
+    ids.iter().map(|ids| Batch::pad(&prep.train, ids)).collect()
 }
 
 /// Real (unpadded) tokens of `batches`.
-pub fn real_tokens(batches: &[PaddedBatch]) -> usize {
-    batches.iter().map(|b| b.lengths.iter().sum::<usize>()).sum()
+pub fn real_tokens(batches: &[Batch]) -> usize {
+    batches.iter().map(|b| b.context().lengths.iter().sum::<usize>()).sum()
 }
 
 /// How long the warm-up and the timed batches took, and what they held.
@@ -193,15 +193,15 @@ pub fn train<B: AutodiffBackend + SeqBackend>(
     let warmup = opts.warmup.min(batches.len());
     let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);
-    let mut run = |batches: &[PaddedBatch]| -> Result<f64> {
+    let mut run = |batches: &[Batch]| -> Result<f64> {
         let started = Instant::now();
         for b in batches {
-            if b.tags.is_none() {
+            if b.context().tags.is_none() {
                 bail!("training batches carry tags");
             }
-            learner
-                .step(b, cfg.seed, cfg.train.lr, device)
-                .map_err(|e| anyhow::anyhow!("a training step failed: {e}"))?;
+            if let Outcome::Skipped(why) = learner.step(b, cfg.seed, cfg.train.lr, device)? {
+                bail!("a training step failed: {why}");
+            }
         }
         B::sync(device).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         Ok(started.elapsed().as_secs_f64())
@@ -215,7 +215,7 @@ pub fn train<B: AutodiffBackend + SeqBackend>(
         steps: timed.len(),
         seconds,
         tokens: real_tokens(timed),
-        padded_tokens: timed.iter().map(|b| b.batch * b.len).sum(),
+        padded_tokens: timed.iter().map(|b| b.context().batch * b.context().len).sum(),
     })
 }
 
@@ -230,13 +230,13 @@ pub fn predict<B: SeqBackend>(
     device: &B::Device,
 ) -> Result<Timing> {
     let train = ds.split(SplitName::Train).context("no training split")?;
-    let sentences = prep::encode_untagged(&prep.vocabs, &train.sentences, cfg.data.max_word_chars);
+    let sentences = prep::encode_untagged(&prep.vocabs, &train.sentences, train.qa.as_deref(), cfg.data.max_word_chars);
     let groups = plan(&sentences, opts.batch, opts.warmup + opts.steps, opts.seed);
     let warmup = opts.warmup.min(groups.len());
     let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
     // The batches' sentences one after another, each batch a group.
     let run = |groups: &[Vec<usize>]| -> Result<(f64, usize, usize)> {
-        let data: Vec<Encoded> = groups.iter().flatten().map(|&i| sentences[i].clone()).collect();
+        let data: Vec<Example> = groups.iter().flatten().map(|&i| sentences[i].clone()).collect();
         let mut next = 0;
         let given: Vec<Vec<usize>> = groups
             .iter()
@@ -245,12 +245,12 @@ pub fn predict<B: SeqBackend>(
                 (next - g.len()..next).collect()
             })
             .collect();
-        let tokens: usize = data.iter().map(Encoded::len).sum();
+        let tokens: usize = data.iter().map(Example::len).sum();
         let padded: usize =
             groups.iter().map(|g| g.len() * g.iter().map(|&i| sentences[i].len()).max().unwrap_or(0)).sum();
         let request = Request::tagging(cfg.data.windows()).in_batches(given);
         let started = Instant::now();
-        let tagged = infer::tag(&model, &prep.vocabs, &data, &request, device).tagged;
+        let tagged = infer::tag(&model, &prep.vocabs, &data, &request, device)?.tagged;
         B::sync(device).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let seconds = started.elapsed().as_secs_f64();
         let decoded: usize = tagged.iter().map(|t| t.tags.len()).sum();
@@ -286,10 +286,14 @@ pub fn report(workload: Workload, cfg: &RunConfig, opts: &BenchOptions, t: &Timi
 
 /// The batches as JSON: sizes of the vocabularies and, per batch, the
 /// padded `[B, L]` word ids, `[B, L, W]` character ids, tag ids and lengths.
-pub fn dump(path: &std::path::Path, prep: &Prepared, batches: &[PaddedBatch], warmup: usize) -> Result<()> {
-    if batches.iter().any(|b| b.question.is_some()) {
-        bail!("--dump writes plain tagging batches; this data has questions");
-    }
+pub fn dump(path: &std::path::Path, prep: &Prepared, batches: &[Batch], warmup: usize) -> Result<()> {
+    let batches = batches
+        .iter()
+        .map(|b| match b {
+            Batch::Plain(b) => Ok(b),
+            Batch::Asked { .. } => bail!("--dump writes plain tagging batches; this data has questions"),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let v = json!({
         "words": prep.vocabs.words.len(),
         "chars": prep.vocabs.chars.len(),

@@ -2,8 +2,8 @@
 //! per cell for the memory benchmarks (`--child`), printed as a table or as
 //! one JSON object per line.
 
+use crate::backend::{dispatch, Job};
 use crate::cli::{BenchAttentionArgs, BenchCrfArgs, BenchMemoryArgs, BenchRunArgs};
-use crate::{dispatch, Job};
 use anyhow::Result;
 use burn::tensor::backend::AutodiffBackend;
 use encoders::ops::SeqBackend;

@@ -1,12 +1,12 @@
 //! Each command: its arguments into a library call on the chosen backend,
 //! and what comes back printed.
 
+use crate::backend::{dispatch, Job};
 use crate::cli::{
     CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, ScoreArgs, SplitQaArgs,
     StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
 };
 use crate::console::Console;
-use crate::{dispatch, Job};
 use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use corpus::score::{Mode, ScoreFile};
@@ -184,19 +184,21 @@ fn check_attention_run(run: &LoadedRun, dir: &Path, command: &str, missing: &str
 pub fn heads(args: HeadsArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
     check_attention_run(&run, &args.run, "heads", "has no attention heads")?;
-    let split = run.split(args.data.as_deref(), args.split)?;
+    let split = run.split_with_answers(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
         corpus::SplitName::Dev => "heads.csv".to_string(),
         other => format!("heads.{}.csv", other.as_str()),
     };
     let out = args.out.clone().unwrap_or_else(|| args.run.clone()).join(name);
-    dispatch(args.device, HeadsJob { run, split, json: args.json, out })
+    dispatch(args.device, HeadsJob { run, split: split.sentences, qa: split.qa, json: args.json, out })
 }
 
 struct HeadsJob {
     run: LoadedRun,
     split: Vec<Sentence>,
+    /// A QA split's questions (the contexts are read against them).
+    qa: Option<Vec<QaItem>>,
     json: bool,
     out: PathBuf,
 }
@@ -208,8 +210,8 @@ impl Job for HeadsJob {
     {
         use runner::analysis;
         let model = self.run.model::<B::InnerBackend>(&device)?;
-        let encoded = self.run.encode(&self.split);
-        let stats = analysis::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device);
+        let encoded = self.run.encode(&self.split, self.qa.as_deref());
+        let stats = analysis::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device)?;
         analysis::write_heads_csv(&self.out, &stats)?;
         if self.json {
             for h in &stats {
@@ -229,14 +231,16 @@ impl Job for HeadsJob {
 pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
     check_attention_run(&run, &args.run, "visualize", "has no attention to draw")?;
-    let (tokens, label) = match (&args.text, args.sentence) {
-        (Some(t), _) => (input::text_tokens(t), "text".to_string()),
+    let (tokens, question, label) = match (&args.text, args.sentence) {
+        (Some(t), _) => (input::text_tokens(t), None, "text".to_string()),
         (None, Some(n)) => {
-            let split = run.split(args.data.as_deref(), args.split)?;
-            let s = split.get(n).with_context(|| {
-                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.len())
+            let split = run.split_with_answers(args.data.as_deref(), args.split)?;
+            let s = split.sentences.get(n).with_context(|| {
+                format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.sentences.len())
             })?;
-            (s.tokens.clone(), format!("{} sentence {n}", args.split.as_str()))
+            // A QA context is read against its question.
+            let question = split.qa.as_ref().map(|items| items[n].question.clone());
+            (s.tokens.clone(), question, format!("{} sentence {n}", args.split.as_str()))
         }
         (None, None) => anyhow::bail!("give --sentence N (of --split) or --text \"…\""),
     };
@@ -250,12 +254,13 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
         max_tokens: args.max_tokens,
         out: args.out.clone(),
     };
-    dispatch(args.device, VisualizeJob { run, tokens, label, opts })
+    dispatch(args.device, VisualizeJob { run, tokens, question, label, opts })
 }
 
 struct VisualizeJob {
     run: LoadedRun,
     tokens: Vec<String>,
+    question: Option<Vec<String>>,
     label: String,
     opts: PictureOptions,
 }
@@ -265,8 +270,15 @@ impl Job for VisualizeJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let line =
-            runner::visualize::pictures::<B::InnerBackend>(&self.run, &self.tokens, &self.label, &self.opts, &device)?;
+        let (run, question) = (&self.run, self.question.as_deref());
+        let line = runner::visualize::pictures::<B::InnerBackend>(
+            run,
+            &self.tokens,
+            question,
+            &self.label,
+            &self.opts,
+            &device,
+        )?;
         println!("{line}");
         Ok(())
     }

@@ -27,15 +27,22 @@
 //! backends) addresses each head by stride inside the GEMM calls, fuses
 //! scale, mask and softmax into one pass over each row, keeps only `P` for
 //! the backward pass, and runs sentences (and, at inference, blocks of
-//! queries) in parallel.
+//! queries) in parallel. The operation itself is
+//! [`SeqBackend::dense_attention`].
+//!
+//! [`SeqBackend::dense_attention`]: super::SeqBackend::dense_attention
 
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use burn::tensor::module::attention as fused_attention;
 use burn::tensor::ops::AttentionModuleOptions;
 
-/// A score far below any real one, for padded keys (finite: no `inf − inf`).
-const MASKED: f32 = -1.0e9;
+/// The score of a padded key before the softmax: far below any real one,
+/// and finite, so that no `inf − inf` occurs and a row without a real key
+/// is a uniform softmax that the key mask then zeroes, never NaN. Shared by
+/// every attention implementation ([`crate::attention`] and the flash
+/// attention op).
+pub(crate) const MASKED: f32 = -1.0e9;
 
 /// `[B, L, H·Dh]` → `[B, H, L, Dh]`.
 fn split<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
@@ -134,7 +141,7 @@ pub fn inference<B: Backend>(
 /// The same passes as host loops over `f32` buffers, for the CPU backends.
 pub mod host {
     use super::*;
-    use crate::host::{exp, matmul, tensor, to_vec};
+    use crate::ops::host::{exp, matmul, tensor, to_vec};
     use rayon::prelude::*;
 
     /// Queries per parallel task at inference (bounds the score buffer to
@@ -358,7 +365,7 @@ pub mod host {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::close;
+    use crate::ops::host::close;
     use crate::ops::SeqBackend;
     use burn::backend::{Autodiff, Flex, NdArray};
     use burn::tensor::{Distribution, TensorData, TensorPrimitive};

@@ -23,7 +23,10 @@
 //! versions ([`composed_forward`], [`composed_backward`]) use the tensor API
 //! of any backend (CUDA included); the CPU backends override them with the
 //! host loops of [`host`], which run each step as one GEMM and one fused
-//! pass over the gates, the two directions on two threads.
+//! pass over the gates, the two directions on two threads. The operation
+//! itself is [`SeqBackend::lstm_scan`].
+//!
+//! [`SeqBackend::lstm_scan`]: super::SeqBackend::lstm_scan
 
 use burn::prelude::*;
 use burn::tensor::activation::{sigmoid, tanh};
@@ -150,7 +153,7 @@ pub fn composed_backward<B: Backend>(
 /// The same passes as host loops over `f32` buffers, for the CPU backends.
 pub mod host {
     use super::*;
-    use crate::host::{exp, matmul, tensor, to_vec};
+    use crate::ops::host::{exp, matmul, tensor, to_vec};
 
     #[inline(always)]
     fn sigmoid(x: f32) -> f32 {
@@ -340,19 +343,13 @@ pub mod host {
     }
 }
 
-/// `h [2, B, L, H]` of both directions of a BiLSTM layer (see the module docs).
-pub fn lstm_scan<B: crate::ops::SeqBackend>(xw: Tensor<B, 4>, w: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 4> {
-    use burn::tensor::TensorPrimitive;
-    let out = B::lstm_scan(xw.into_primitive().tensor(), w.into_primitive().tensor(), mask.into_primitive().tensor());
-    Tensor::from_primitive(TensorPrimitive::Float(out))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::close;
+    use crate::ops::host::close;
+    use crate::ops::SeqBackend;
     use burn::backend::{Autodiff, Flex, NdArray};
-    use burn::tensor::{Distribution, TensorData};
+    use burn::tensor::{Distribution, TensorData, TensorPrimitive};
 
     /// Inputs with padding: sentence lengths 5, 2, 4 (and 0 for a fully padded row when asked).
     fn inputs<B: Backend>(
@@ -407,7 +404,7 @@ mod tests {
 
     /// The operation's gradients (hand-written backward, host loops on Flex
     /// and NdArray) equal Burn's autodiff through the composed forward pass.
-    fn gradients_match_autodiff<B: crate::ops::SeqBackend>() {
+    fn gradients_match_autodiff<B: SeqBackend>() {
         type A<B> = Autodiff<B>;
         let device = Default::default();
         B::seed(&device, 9);
@@ -416,7 +413,12 @@ mod tests {
         let run = |custom: bool| {
             let (xw, w) = (xw.clone().detach().require_grad(), w.clone().detach().require_grad());
             let h = if custom {
-                lstm_scan(xw.clone(), w.clone(), mask.clone())
+                let prim = A::<B>::lstm_scan(
+                    xw.clone().into_primitive().tensor(),
+                    w.clone().into_primitive().tensor(),
+                    mask.clone().into_primitive().tensor(),
+                );
+                Tensor::from_primitive(TensorPrimitive::Float(prim))
             } else {
                 composed_forward(xw.clone(), w.clone(), mask.clone()).h
             };

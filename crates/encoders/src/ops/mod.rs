@@ -1,34 +1,35 @@
 //! Operations with a hand-written backward pass, added to Burn backends
-//! through Burn's backend-extension mechanism.
+//! through Burn's backend-extension mechanism: the [`SeqBackend`] trait.
 //!
-//! [`SeqBackend::flash_attention`] is exact attention over key blocks with an
-//! online softmax (FlashAttention's algorithm): the `[Lq, Lk]` weight matrix
-//! never exists, only one `[Lq, block]` slab at a time. Composed from
-//! ordinary tensor operations, the forward alone already saves that memory;
-//! but under autodiff every block's intermediates would be kept for the
-//! backward pass, which adds up to the full matrix again. So on an autodiff
-//! backend the operation records only its inputs, its output and the
-//! per-row log-sum-exp, and its backward pass recomputes each block's
-//! weights (FlashAttention-2's backward). Training memory is then O(L·d)
-//! instead of O(L²).
+//! One file per operation, each with its forward and backward passes
+//! composed from Burn tensor operations (any backend, CUDA included) and,
+//! where the CPU backends run it differently, their host loops:
 //!
-//! Both passes are written once, generically, with the tensor API of the
-//! inner backend, so the same code runs on every backend. Plain backends use
-//! the trait's default (the composed forward); the impls below only opt
-//! them in.
+//! - [`flash_attention`]: exact attention over key blocks with an online
+//!   softmax ([`SeqBackend::flash_attention`]); the same generic passes on
+//!   every backend, O(L·d) training memory.
+//! - [`dense_attention`]: dense multi-head attention on heads-side-by-side
+//!   tensors ([`SeqBackend::dense_attention`]): composed by default (Burn's
+//!   fused op at inference), host loops on the CPU backends.
+//! - [`lstm_scan`]: a BiLSTM layer's recurrence
+//!   ([`SeqBackend::lstm_scan`]): composed by default, host loops on the
+//!   CPU backends.
+//! - [`flex_linear`]: burn-flex's linear layer as one GEMM
+//!   ([`SeqBackend::fused_linear`]).
 //!
-//! [`SeqBackend::lstm_scan`] is a BiLSTM layer's recurrence with a
-//! hand-written backward pass ([`crate::lstm_scan`]); its forward and
-//! backward passes are trait methods too, composed by default and host
-//! loops on the CPU backends.
-//!
-//! [`SeqBackend::dense_attention`] is dense multi-head attention on
-//! heads-side-by-side tensors with a hand-written backward pass
-//! ([`crate::attention_op`]): composed by default (Burn's fused op at
-//! inference), host loops on the CPU backends.
+//! This file holds the trait, whose default methods are the composed
+//! passes; its impls for the CPU backends (`host_ops!`: the host loops)
+//! and for burn-cuda (the defaults); and its impl for `Autodiff`, which
+//! records each operation as one node of the graph whose backward pass is
+//! the inner backend's hand-written one. The operation files import
+//! nothing from this one: the dependencies between files go one way.
 
-use crate::attention_op;
-use crate::lstm_scan;
+pub mod dense_attention;
+pub mod flash_attention;
+pub mod flex_linear;
+mod host;
+pub mod lstm_scan;
+
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
@@ -37,11 +38,7 @@ use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
 use burn::tensor::TensorPrimitive;
-
-/// A score far below any real one, for padded keys (finite: no `inf − inf`).
-const MASKED: f32 = -1.0e9;
-/// Smallest normaliser: a row with no real key gets zero weights, not NaN.
-const TINY: f32 = 1.0e-30;
+use flash_attention::{flash_backward, flash_forward};
 
 /// Backend operations that sequence encoders need beyond Burn's own.
 pub trait SeqBackend: Backend {
@@ -61,7 +58,7 @@ pub trait SeqBackend: Backend {
         out.into_primitive().tensor()
     }
 
-    /// Both directions of a BiLSTM layer's recurrence (see [`crate::lstm_scan`]):
+    /// Both directions of a BiLSTM layer's recurrence (see [`lstm_scan`]):
     /// `xw [2, B, L, 4H]`, `w [2, H, 4H]`, `mask [B, L]` → `h [2, B, L, H]`.
     fn lstm_scan(xw: FloatTensor<Self>, w: FloatTensor<Self>, mask: FloatTensor<Self>) -> FloatTensor<Self> {
         p(Self::lstm_forward(t(xw), t(w), t(mask)).h)
@@ -84,7 +81,7 @@ pub trait SeqBackend: Backend {
 
     /// A linear layer: `x [..., K] · weight [K, O] + bias [O]`. Burn's
     /// `linear` by default; burn-flex runs it as one GEMM into rows that
-    /// start as the bias ([`crate::linear::flex`]).
+    /// start as the bias ([`flex_linear`]).
     fn fused_linear(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -105,7 +102,7 @@ pub trait SeqBackend: Backend {
         1
     }
 
-    /// Dense multi-head attention (see [`crate::attention_op`]): `q [B, Lq,
+    /// Dense multi-head attention (see [`dense_attention`]): `q [B, Lq,
     /// H·Dh]`, `k`/`v [B, Lk, H·Dh]`, `key_mask [B, Lk]` (1 at real keys),
     /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none) →
     /// the context `[B, Lq, H·Dh]`.
@@ -121,7 +118,7 @@ pub trait SeqBackend: Backend {
     ) -> FloatTensor<Self> {
         let (q, k, v, key_mask) = (t(q), t(k), t(v), t(key_mask));
         p(match keep {
-            None => attention_op::inference(q, k, v, key_mask, heads, scale),
+            None => dense_attention::inference(q, k, v, key_mask, heads, scale),
             Some(keep) => Self::dense_attention_forward(q, k, v, key_mask, Some(t(keep)), heads, scale).0,
         })
     }
@@ -137,7 +134,7 @@ pub trait SeqBackend: Backend {
         heads: usize,
         scale: f32,
     ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
-        attention_op::composed_forward(q, k, v, key_mask, keep, heads, scale)
+        dense_attention::composed_forward(q, k, v, key_mask, keep, heads, scale)
     }
 
     /// The attention's backward pass: gradients of `q`, `k`, `v`.
@@ -152,7 +149,7 @@ pub trait SeqBackend: Backend {
         heads: usize,
         scale: f32,
     ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
-        attention_op::composed_backward(q, k, v, keep, weights, grad, heads, scale)
+        dense_attention::composed_backward(q, k, v, keep, weights, grad, heads, scale)
     }
 }
 
@@ -199,7 +196,7 @@ macro_rules! host_ops {
                 scale: f32,
             ) -> FloatTensor<Self> {
                 let keep = keep.map(t::<Self, 4>);
-                p(attention_op::host::forward(t(q), t(k), t(v), t(key_mask), keep, heads, scale, false).0)
+                p(dense_attention::host::forward(t(q), t(k), t(v), t(key_mask), keep, heads, scale, false).0)
             }
 
             fn dense_attention_forward(
@@ -211,7 +208,7 @@ macro_rules! host_ops {
                 heads: usize,
                 scale: f32,
             ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
-                let (ctx, weights) = attention_op::host::forward(q, k, v, key_mask, keep, heads, scale, true);
+                let (ctx, weights) = dense_attention::host::forward(q, k, v, key_mask, keep, heads, scale, true);
                 (ctx, weights.expect("saved weights"))
             }
 
@@ -225,12 +222,12 @@ macro_rules! host_ops {
                 heads: usize,
                 scale: f32,
             ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
-                attention_op::host::backward(q, k, v, keep, weights, grad, heads, scale)
+                dense_attention::host::backward(q, k, v, keep, weights, grad, heads, scale)
             }
         }
     };
 }
-host_ops!(burn::backend::Flex, linear = crate::linear::flex::linear);
+host_ops!(burn::backend::Flex, linear = flex_linear::linear);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
@@ -241,97 +238,6 @@ fn t<B: Backend, const D: usize>(p: FloatTensor<B>) -> Tensor<B, D> {
 
 fn p<B: Backend, const D: usize>(x: Tensor<B, D>) -> FloatTensor<B> {
     x.into_primitive().tensor()
-}
-
-/// The key blocks `[start, end)` of a sequence of `lk` keys.
-fn blocks(lk: usize, block: usize) -> impl Iterator<Item = (usize, usize)> {
-    let block = block.max(1);
-    (0..lk.div_ceil(block)).map(move |j| (j * block, ((j + 1) * block).min(lk)))
-}
-
-/// Scores of all queries against keys `k0..k1`, padded keys pushed to
-/// [`MASKED`]: `[B, H, Lq, bk]`, and the block's mask `[B, 1, 1, bk]`.
-fn block_scores<B: Backend>(
-    q: &Tensor<B, 4>,
-    k: &Tensor<B, 4>,
-    mask: &Tensor<B, 4>,
-    (k0, k1): (usize, usize),
-    scale: f32,
-) -> (Tensor<B, 4>, Tensor<B, 4>) {
-    let [b, h, _, dh] = k.dims();
-    let kj = k.clone().slice([0..b, 0..h, k0..k1, 0..dh]); // [B, H, bk, Dh]
-    let mj = mask.clone().slice([0..b, 0..1, 0..1, k0..k1]); // [B, 1, 1, bk]
-    let bias = (mj.clone() - 1.0).mul_scalar(-MASKED); // 0 at real keys, MASKED at padding
-    let s = q.clone().matmul(kj.swap_dims(2, 3)).mul_scalar(scale) + bias; // [B, H, Lq, bk]
-    (s, mj)
-}
-
-/// Forward pass: the output `[B, H, Lq, Dh]` and the per-row log-sum-exp of
-/// the scores `[B, H, Lq, 1]` (what the backward pass needs).
-pub fn flash_forward<B: Backend>(
-    q: Tensor<B, 4>,
-    k: Tensor<B, 4>,
-    v: Tensor<B, 4>,
-    mask: Tensor<B, 4>,
-    scale: f32,
-    block: usize,
-) -> (Tensor<B, 4>, Tensor<B, 4>) {
-    let [b, h, lq, dh] = q.dims();
-    let [_, _, lk, dv] = v.dims();
-    let device = q.device();
-    let mut m = Tensor::<B, 4>::full([b, h, lq, 1], -1.0e30, &device); // running max
-    let mut l = Tensor::<B, 4>::zeros([b, h, lq, 1], &device); // running normaliser
-    let mut o = Tensor::<B, 4>::zeros([b, h, lq, dv], &device); // running numerator
-    for (k0, k1) in blocks(lk, block) {
-        let (s, mj) = block_scores(&q, &k, &mask, (k0, k1), scale);
-        let m_new = m.clone().max_pair(s.clone().max_dim(3)); // [B, H, Lq, 1]
-        let pj = (s - m_new.clone()).exp() * mj; // [B, H, Lq, bk]
-        let alpha = (m - m_new.clone()).exp(); // rescales what came before
-        l = l * alpha.clone() + pj.clone().sum_dim(3);
-        let vj = v.clone().slice([0..b, 0..h, k0..k1, 0..dv]);
-        o = o * alpha + pj.matmul(vj);
-        m = m_new;
-    }
-    let _ = dh;
-    let l = l.clamp_min(TINY);
-    (o / l.clone(), m + l.log())
-}
-
-/// Backward pass: gradients of `q`, `k`, `v` given the output's gradient,
-/// recomputing each key block's weights from the saved log-sum-exp.
-#[allow(clippy::too_many_arguments)]
-pub fn flash_backward<B: Backend>(
-    q: Tensor<B, 4>,
-    k: Tensor<B, 4>,
-    v: Tensor<B, 4>,
-    mask: Tensor<B, 4>,
-    out: Tensor<B, 4>,
-    lse: Tensor<B, 4>,
-    grad: Tensor<B, 4>,
-    scale: f32,
-    block: usize,
-) -> (Tensor<B, 4>, Tensor<B, 4>, Tensor<B, 4>) {
-    let [b, h, _, dh] = q.dims();
-    let [_, _, lk, dv] = v.dims();
-    // D_i = Σ_d dO_id · O_id: [B, H, Lq, 1].
-    let d = (grad.clone() * out).sum_dim(3);
-    let mut dq = q.zeros_like();
-    let mut dks = Vec::new();
-    let mut dvs = Vec::new();
-    for (k0, k1) in blocks(lk, block) {
-        let (s, mj) = block_scores(&q, &k, &mask, (k0, k1), scale);
-        // The block's weights; for real keys s ≤ lse, so the clamp changes
-        // nothing but keeps padded keys of empty rows from overflowing.
-        let pj = (s - lse.clone()).clamp_max(0.0).exp() * mj; // [B, H, Lq, bk]
-        let kj = k.clone().slice([0..b, 0..h, k0..k1, 0..dh]);
-        let vj = v.clone().slice([0..b, 0..h, k0..k1, 0..dv]);
-        dvs.push(pj.clone().swap_dims(2, 3).matmul(grad.clone())); // [B, H, bk, Dv]
-        let dp = grad.clone().matmul(vj.swap_dims(2, 3)); // [B, H, Lq, bk]
-        let ds = pj * (dp - d.clone()); // [B, H, Lq, bk]
-        dq = dq + ds.clone().matmul(kj).mul_scalar(scale);
-        dks.push(ds.swap_dims(2, 3).matmul(q.clone()).mul_scalar(scale)); // [B, H, bk, Dh]
-    }
-    (dq, Tensor::cat(dks, 2), Tensor::cat(dvs, 2))
 }
 
 impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {

@@ -1,6 +1,7 @@
 //! Host-side helpers for the CPU backends' hand-written operations
-//! ([`crate::lstm_scan::host`], [`crate::attention_op::host`]): tensors to
-//! `f32` buffers and back, a strided GEMM call, and a vectorisable `exp`.
+//! ([`super::lstm_scan::host`], [`super::dense_attention::host`],
+//! [`super::flex_linear`]): tensors to `f32` buffers and back, a strided
+//! GEMM call, and a vectorisable `exp`.
 
 use burn::prelude::*;
 use burn::tensor::TensorData;
