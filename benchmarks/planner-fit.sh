@@ -3,13 +3,17 @@
 # `seqlab train` runs, each cell a fresh process) at 37 settings, then the
 # planner's coefficients fitted to the measured peaks (fit_planner.py).
 #   benchmarks/planner-fit.sh [OUT.jsonl]        (default /tmp/planner-fit.jsonl)
+#   SEQLAB=path/to/seqlab benchmarks/planner-fit.sh   (a binary already built)
 # Takes 10-20 minutes on 2 cores; needs about 6 GiB of memory at its largest cell.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/planner-fit.jsonl}"
 : > "$out"
-cargo build --release --locked -q -p runner
-seqlab=target/release/seqlab
+seqlab=${SEQLAB:-}
+if [ -z "$seqlab" ]; then
+    cargo build --release --locked -q -p runner
+    seqlab=target/release/seqlab
+fi
 c=experiments/configs
 run() { "$seqlab" bench memory --json "$@" | tee -a "$out"; }
 # BiLSTM-CRF and attention-CRF (dense, chunked, local, relative): batch 8 and 32 x L 32, 128, 512.

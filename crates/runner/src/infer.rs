@@ -318,31 +318,14 @@ pub fn predictions_file(sentences: &[Sentence], predicted: &[Tagged]) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::RunConfig;
     use crate::model::build_model;
     use burn::backend::Flex;
-    use corpus::toy::{generate, Lang};
-    use corpus::vocab::Normalize;
-    use corpus::Scheme;
     use encoders::EncoderKind;
 
     /// An untrained attention tagger and 30 generated sentences for it.
     fn setup() -> (Tagger<Flex>, Vocabs, Vec<Example>) {
-        let data = generate(Lang::En, 30, 4);
-        let labels: Vec<String> = data
-            .iter()
-            .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
-        let vocabs =
-            Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
-        let encoded = data.iter().map(|(t, _)| vocabs.example(t, None, None, 20)).collect();
-        let mut cfg = RunConfig::default();
-        cfg.model.encoder.kind = EncoderKind::Attention;
-        cfg.model.encoder.attention.d_model = 16;
-        cfg.model.encoder.attention.ffn = 32;
+        let (vocabs, encoded) = crate::testing::toy_examples(30, 4, false);
+        let cfg = crate::testing::small_config(EncoderKind::Attention, 0.1);
         let device = Default::default();
         (build_model::<Flex>(&cfg, &vocabs, None, &device), vocabs, encoded)
     }

@@ -38,6 +38,8 @@ pub mod run;
 pub mod rundir;
 pub mod step;
 pub mod sweep;
+#[cfg(test)]
+mod testing;
 pub mod tokenizer;
 pub mod trainer;
 pub mod visualize;

@@ -287,10 +287,6 @@ mod tests {
     use super::*;
     use crate::model::build_model;
     use burn::backend::{Autodiff, Flex};
-    use corpus::toy::{generate, Lang};
-    use corpus::vocab::Normalize;
-    use corpus::Scheme;
-    use corpus::Vocabs;
     use encoders::EncoderKind;
 
     type A = Autodiff<Flex>;
@@ -314,27 +310,8 @@ mod tests {
 
     /// A batch of 40 generated sentences and a model of `kind` for them.
     fn setup(kind: EncoderKind, dropout: f64) -> (Tagger<A>, Batch) {
-        let data = generate(Lang::En, 40, 5);
-        let labels: Vec<String> = data
-            .iter()
-            .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
-        let vocabs =
-            Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
-        let encoded: Vec<_> =
-            data.iter().map(|(t, sp)| vocabs.example(t, None, Some(&Scheme::Bioes.encode(t.len(), sp)), 20)).collect();
-        let mut cfg = RunConfig::default();
-        cfg.model.encoder.kind = kind;
-        cfg.model.encoder.attention.d_model = 16;
-        cfg.model.encoder.attention.ffn = 32;
-        cfg.model.encoder.attention.dropout = dropout;
-        cfg.model.encoder.attention.attention_dropout = dropout;
-        cfg.model.encoder.bilstm.hidden = 8;
-        cfg.model.encoder.bilstm.dropout = dropout;
-        cfg.model.features.dropout = dropout;
+        let (vocabs, encoded) = crate::testing::toy_examples(40, 5, true);
+        let cfg = crate::testing::small_config(kind, dropout);
         let device = Default::default();
         A::seed(&device, 11);
         let model = build_model::<A>(&cfg, &vocabs, None, &device);

@@ -13,45 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 mod common;
 
-use common::{config, ok, seqlab, squad};
-
-const SMALL: &[&str] = &[
-    "--set",
-    "model.features.word_dim=24",
-    "--set",
-    "model.features.char_dim=12",
-    "--set",
-    "model.features.char_filters=16",
-    "--set",
-    "model.encoder.bilstm.hidden=32",
-    "--set",
-    "model.encoder.attention.d_model=32",
-    "--set",
-    "model.encoder.attention.ffn=64",
-    "--set",
-    "train.batch_size=8",
-    "--set",
-    "train.lr=0.01",
-    "--set",
-    "train.patience=0",
-];
-
-const SMALL_QA: &[&str] = &[
-    "--set",
-    "model.features.word_dim=32",
-    "--set",
-    "model.features.question_match_dim=4",
-    "--set",
-    "model.encoder.attention.d_model=32",
-    "--set",
-    "model.encoder.attention.ffn=64",
-    "--set",
-    "train.batch_size=8",
-    "--set",
-    "train.lr=0.005",
-    "--set",
-    "train.patience=0",
-];
+use common::{config, ok, seqlab, squad, SMALL, SMALL_QA};
 
 fn work() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();

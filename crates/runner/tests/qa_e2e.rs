@@ -5,25 +5,8 @@
 use std::path::Path;
 mod common;
 
-use common::{ok, seqlab, squad, CITIES};
+use common::{ok, seqlab, squad, CITIES, SMALL_QA as SMALL};
 use std::process::Output;
-
-const SMALL: &[&str] = &[
-    "--set",
-    "model.features.word_dim=32",
-    "--set",
-    "model.features.question_match_dim=4",
-    "--set",
-    "model.encoder.attention.d_model=32",
-    "--set",
-    "model.encoder.attention.ffn=64",
-    "--set",
-    "train.batch_size=8",
-    "--set",
-    "train.lr=0.005",
-    "--set",
-    "train.patience=0",
-];
 
 fn train(data: &Path, config: &str, out: &Path, epochs: &str) -> Output {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs").join(config);

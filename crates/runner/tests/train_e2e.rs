@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 mod common;
 
-use common::{ok, seqlab};
+use common::{ok, seqlab, SMALL};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -19,27 +19,6 @@ fn toy() -> &'static Path {
     })
     .path()
 }
-
-const SMALL: &[&str] = &[
-    "--set",
-    "model.features.word_dim=24",
-    "--set",
-    "model.features.char_dim=12",
-    "--set",
-    "model.features.char_filters=16",
-    "--set",
-    "model.encoder.bilstm.hidden=32",
-    "--set",
-    "model.encoder.attention.d_model=32",
-    "--set",
-    "model.encoder.attention.ffn=64",
-    "--set",
-    "train.batch_size=8",
-    "--set",
-    "train.lr=0.01",
-    "--set",
-    "train.patience=0",
-];
 
 /// `seqlab train` arguments: `config` (a file of experiments/configs) on the
 /// toy data, with the small sizes and `extra`.

@@ -66,3 +66,43 @@ pub fn squad(n: usize, seed: u64, prefix: &str) -> String {
     }
     serde_json::json!({"version": "1.1", "data": [{"title": prefix, "paragraphs": paragraphs}]}).to_string()
 }
+
+/// Small tagger sizes for training runs of seconds on the toy data.
+pub const SMALL: &[&str] = &[
+    "--set",
+    "model.features.word_dim=24",
+    "--set",
+    "model.features.char_dim=12",
+    "--set",
+    "model.features.char_filters=16",
+    "--set",
+    "model.encoder.bilstm.hidden=32",
+    "--set",
+    "model.encoder.attention.d_model=32",
+    "--set",
+    "model.encoder.attention.ffn=64",
+    "--set",
+    "train.batch_size=8",
+    "--set",
+    "train.lr=0.01",
+    "--set",
+    "train.patience=0",
+];
+
+/// Small QA tagger sizes for generated SQuAD data.
+pub const SMALL_QA: &[&str] = &[
+    "--set",
+    "model.features.word_dim=32",
+    "--set",
+    "model.features.question_match_dim=4",
+    "--set",
+    "model.encoder.attention.d_model=32",
+    "--set",
+    "model.encoder.attention.ffn=64",
+    "--set",
+    "train.batch_size=8",
+    "--set",
+    "train.lr=0.005",
+    "--set",
+    "train.patience=0",
+];

@@ -1,0 +1,44 @@
+//! What the unit tests of this crate share: generated sentences encoded
+//! for a small tagger.
+
+use crate::config::RunConfig;
+use corpus::toy::{generate, Lang};
+use corpus::vocab::Normalize;
+use corpus::{Example, Scheme, Vocabs};
+use encoders::EncoderKind;
+
+/// `n` generated English sentences (toy data, `seed`) with vocabularies
+/// built from them, encoded for a BIOES tagger (tagged when `tagged`).
+pub fn toy_examples(n: usize, seed: u64, tagged: bool) -> (Vocabs, Vec<Example>) {
+    let data = generate(Lang::En, n, seed);
+    let labels: Vec<String> = data
+        .iter()
+        .flat_map(|(_, sp)| sp.iter().map(|s| s.label.clone()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
+    let vocabs = Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+    let examples = data
+        .iter()
+        .map(|(t, sp)| {
+            let tags = tagged.then(|| Scheme::Bioes.encode(t.len(), sp));
+            vocabs.example(t, None, tags.as_deref(), 20)
+        })
+        .collect();
+    (vocabs, examples)
+}
+
+/// A small tagger config of `kind` (d_model 16, hidden 8), `dropout` everywhere.
+pub fn small_config(kind: EncoderKind, dropout: f64) -> RunConfig {
+    let mut cfg = RunConfig::default();
+    cfg.model.encoder.kind = kind;
+    cfg.model.encoder.attention.d_model = 16;
+    cfg.model.encoder.attention.ffn = 32;
+    cfg.model.encoder.attention.dropout = dropout;
+    cfg.model.encoder.attention.attention_dropout = dropout;
+    cfg.model.encoder.bilstm.hidden = 8;
+    cfg.model.encoder.bilstm.dropout = dropout;
+    cfg.model.features.dropout = dropout;
+    cfg
+}
