@@ -1,19 +1,23 @@
 """Fits the memory planner's coefficients (runner::memory::estimate) to the
 peaks `seqlab bench memory --json` measured (benchmarks/planner-fit.sh).
 
-estimate = 4 bytes x (c_param * params + c_rec * recurrent + c_att * attention
-                      + c_scores * scores)
-with the float counts each cell reports. Non-negative least squares on the
+estimate = 4 bytes x (c_param * params + c_part * parts * params
+                      + c_rec * recurrent + c_att * attention + c_scores * scores)
+with the float counts each cell reports; `parts` is how many parts the
+training step cuts the batch into (each part holds a gradient of every
+parameter until they are summed): the cell's "parts", or on the CPU
+backends max(1, batch // 16). Non-negative least squares on the
 relative error (every subset of the coefficients tried, the best feasible
 one kept), then every coefficient raised by the factor that makes the
-largest underestimate at most `--margin` (default 0). Prints the
+largest underestimate at most MARGIN (the second argument, default 0;
+benchmarks/planner-fit.sh uses 0.2). Prints the
 coefficients and each cell's estimate/measured ratio, and the error band.
 Standard library only."""
 import itertools
 import json
 import sys
 
-NAMES = ["params", "recurrent", "attention", "scores"]
+NAMES = ["params", "parts", "recurrent", "attention", "scores"]
 
 
 def rows(path):
@@ -27,7 +31,8 @@ def rows(path):
             print("skipped (failed):", line, file=sys.stderr)
             continue
         f = v["floats"]
-        x = [4.0 * v["params"], 4.0 * f["recurrent"], 4.0 * f["attention"], 4.0 * f["scores"]]
+        parts = v.get("parts", max(1, v["batch"] // 16))
+        x = [4.0 * v["params"], 4.0 * parts * v["params"], 4.0 * f["recurrent"], 4.0 * f["attention"], 4.0 * f["scores"]]
         out.append((v, x, float(v["peak_bytes"])))
     return out
 
@@ -53,12 +58,13 @@ def fit(data):
     a = [[xi / y for xi in x] for _, x, y in data]
     b = [1.0] * len(data)
     best = None
-    for k in range(1, 5):
-        for subset in itertools.combinations(range(4), k):
+    n = len(NAMES)
+    for k in range(1, n + 1):
+        for subset in itertools.combinations(range(n), k):
             sol = solve([[r[i] for i in subset] for r in a], b)
             if sol is None or any(c < 0 for c in sol):
                 continue
-            c = [0.0] * 4
+            c = [0.0] * n
             for i, v in zip(subset, sol):
                 c[i] = v
             err = sum((sum(ci * xi for ci, xi in zip(c, r)) - 1.0) ** 2 for r in a)
@@ -78,7 +84,7 @@ def main():
     c = [ci * raise_by for ci in c]
     print(f"{len(data)} cells; raised by {raise_by:.3f}")
     for name, ci in zip(NAMES, c):
-        print(f"  {name:<9} {ci:.3f}")
+        print(f"  {name:<9} {ci:.4f}")
     ratios = []
     for v, x, y in data:
         r = ratio(c, x, y)

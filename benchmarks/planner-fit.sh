@@ -31,4 +31,4 @@ run --config $c/attention-crf.toml "${wide[@]}" --set model.encoder.attention.im
 run --config $c/bilstm-crf.toml --set model.encoder.bilstm.hidden=100 --batch 64 --seq-len 64
 run --config $c/bilstm-crf.toml --set model.encoder.bilstm.hidden=100 --batch 16 --seq-len 512
 run --config $c/bilstm-crf.toml --set model.encoder.bilstm.hidden=100 --batch 4 --seq-len 2048
-python3 benchmarks/fit_planner.py "$out"
+python3 benchmarks/fit_planner.py "$out" 0.2

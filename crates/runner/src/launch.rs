@@ -9,8 +9,8 @@ use crate::reporter::Reporter;
 use crate::rundir;
 use anyhow::{bail, Context, Result};
 use burn::module::Module;
-use burn::prelude::Backend;
 use corpus::Vocabs;
+use encoders::ops::SeqBackend;
 use std::path::PathBuf;
 
 /// A training run as asked for on the command line.
@@ -137,7 +137,7 @@ fn describe(cfg: &RunConfig, prep: &Prepared, out: &std::path::Path) -> String {
 /// Fits the training step into `budget` (see [`crate::memory::plan`]),
 /// reporting the decision. On CPU the budget covers the whole process (what
 /// it holds now counts); on a GPU, the tensors of the step.
-pub fn plan_memory<B: Backend>(
+pub fn plan_memory<B: SeqBackend>(
     cfg: &mut RunConfig,
     prep: &Prepared,
     budget: u64,
@@ -149,7 +149,8 @@ pub fn plan_memory<B: Backend>(
     let len = prep.train.iter().map(|e| e.len()).max().unwrap_or(1);
     let word_len = prep.train.iter().flat_map(|e| e.context().chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
     let baseline = if device_name.starts_with("cuda") { 0 } else { crate::memory::rss().map_or(0, |r| r.0) };
-    let shape = crate::memory::StepShape { batch: 1, len, word_len, params, tags: prep.vocabs.parsed_tags().len() };
+    let tags = prep.vocabs.parsed_tags().len();
+    let shape = crate::memory::StepShape { batch: 1, len, word_len, params, tags, parts: B::train_shards };
     let d = crate::memory::plan(cfg, budget, baseline, shape)?;
     reporter.message(&d.message);
     Ok(())

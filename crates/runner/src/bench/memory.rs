@@ -217,7 +217,8 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
     let params = model.num_params();
     let word_len = s.word_len.max(1).min(cfg.data.max_word_chars.max(1));
     let padded = Batch::Plain(synthetic_batch(s.batch, s.seq_len, word_len, s.words, o, cfg.seed));
-    let shape = StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len() };
+    let shape =
+        StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len(), parts: B::train_shards };
     let estimate = memory::estimate(cfg, shape);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);
     let mut failed = None;
@@ -238,7 +239,7 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
         tags: tags.len(),
     });
     Ok(json!({"encoder": encoder_name(cfg), "batch": s.batch, "seq_len": s.seq_len,
-        "word_len": word_len, "params": params, "estimate_bytes": estimate as u64, "peak_bytes": peak,
+        "word_len": word_len, "params": params, "parts": B::train_shards(s.batch), "estimate_bytes": estimate as u64, "peak_bytes": peak,
         "process_peak_bytes": process_peak, "seconds": seconds, "device": device_name,
         "floats": {"recurrent": floats.recurrent, "attention": floats.attention, "scores": floats.scores}}))
 }
