@@ -125,9 +125,9 @@ pub fn tag<B: SeqBackend>(
     let t = vocabs.tags.len();
     let pieces = Pieces::new(data, request.windows);
     // 1. Every window of every sentence through the encoder.
-    let emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device)?;
+    let mut emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device)?;
     // 2. Stitch: each token's scores from the window where it is most central.
-    let stitched: Vec<Vec<f32>> = (0..data.len()).map(|i| pieces.stitch(i, &emitted.emissions, t)).collect();
+    let stitched: Vec<Vec<f32>> = (0..data.len()).map(|i| pieces.stitch(i, &mut emitted.emissions, t)).collect();
     // 3. Decode whole sentences on the host.
     let mut tagged = decode(model, vocabs, &stitched, request.confidence);
     for (i, a) in emitted.attention.into_iter().enumerate() {
@@ -170,9 +170,13 @@ impl Pieces {
         }
     }
 
-    /// Sentence `i`'s emissions `[len, T]`, each token's from the piece where it is most central.
-    fn stitch(&self, i: usize, emissions: &[Vec<f32>], t: usize) -> Vec<f32> {
+    /// Sentence `i`'s emissions `[len, T]`, each token's from the piece where
+    /// it is most central (a sentence in one piece takes that piece's).
+    fn stitch(&self, i: usize, emissions: &mut [Vec<f32>], t: usize) -> Vec<f32> {
         let ws = &self.plans[i];
+        if ws.len() == 1 {
+            return std::mem::take(&mut emissions[self.of[i].start]);
+        }
         let len = ws.last().map_or(0, |w| w.end);
         let own = owners(len, ws);
         let mut s = Vec::with_capacity(len * t);
@@ -223,11 +227,10 @@ fn encode_pieces<B: SeqBackend>(
     let mut emissions = vec![Vec::new(); pieces.pieces.len()];
     let mut by_piece: Vec<Option<SentenceAttention>> = vec![None; pieces.pieces.len()];
     for (ids, per_piece, maps) in results {
-        for (k, (&p, e)) in ids.iter().zip(per_piece).enumerate() {
+        let mut maps = maps.into_iter();
+        for (&p, e) in ids.iter().zip(per_piece) {
             emissions[p] = e;
-            if let Some(m) = maps.get(k) {
-                by_piece[p] = Some(m.clone());
-            }
+            by_piece[p] = maps.next();
         }
     }
     // A sentence's attention is its piece's when it was tagged whole.
@@ -274,10 +277,10 @@ fn decode<B: SeqBackend>(model: &Tagger<B>, vocabs: &Vocabs, stitched: &[Vec<f32
         .flat_map_iter(|chunk| {
             let sentences: Vec<&[f32]> = chunk.iter().map(Vec::as_slice).collect();
             let paths = model.decode_host(&sentences);
-            let probs = confidence.then(|| model.probabilities_host(&sentences));
+            let mut probs = confidence.then(|| model.probabilities_host(&sentences).into_iter());
             let tag_set = &tag_set;
-            paths.into_iter().enumerate().map(move |(k, path)| {
-                let marginals = probs.as_ref().map(|p| p[k].clone());
+            paths.into_iter().map(move |path| {
+                let marginals = probs.as_mut().and_then(Iterator::next);
                 let confidence =
                     marginals.as_ref().map(|m| path.iter().enumerate().map(|(pos, &y)| m[pos * t + y]).collect());
                 // Back to the data's scheme, through spans.

@@ -100,7 +100,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let normalize = corpus::Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
     // Questions (QA data) are text of the same language: their words count
     // too, each after its context.
-    let questions = questions(train);
+    let questions = questions(train.sentences.len(), train.qa.as_deref());
     let texts: Vec<&[String]> = train
         .sentences
         .iter()
@@ -179,15 +179,16 @@ pub fn encode_untagged(
     qa: Option<&[QaItem]>,
     max_chars: usize,
 ) -> Vec<Example> {
-    let question = |i: usize| qa.map(|items| items[i].question.as_slice());
-    sentences.iter().enumerate().map(|(i, s)| vocabs.example(&s.tokens, question(i), None, max_chars)).collect()
+    let questions = questions(sentences.len(), qa);
+    sentences.iter().zip(questions).map(|(s, q)| vocabs.example(&s.tokens, q, None, max_chars)).collect()
 }
 
-/// Each sentence's question in a QA split (`None` for plain tagging).
-fn questions(split: &corpus::Split) -> Vec<Option<&[String]>> {
-    match &split.qa {
+/// Each of `n` sentences' question, from the QA items of their split
+/// (`None` for plain tagging).
+fn questions(n: usize, qa: Option<&[QaItem]>) -> Vec<Option<&[String]>> {
+    match qa {
         Some(items) => items.iter().map(|i| Some(i.question.as_slice())).collect(),
-        None => vec![None; split.sentences.len()],
+        None => vec![None; n],
     }
 }
 
