@@ -3,6 +3,7 @@
 //! A batch never truncates a sentence: it is as long as its longest
 //! sentence, and the mask says which positions are real.
 
+use crate::cues::CUES;
 use crate::tags::Tag;
 use crate::vocab::{Vocabs, PAD_ID};
 use rand::seq::SliceRandom;
@@ -80,18 +81,23 @@ impl Vocabs {
     }
 
     /// [`Vocabs::encode`] of a sentence, read against `question` when it
-    /// has one (extractive QA: the sentence is its context).
+    /// has one (extractive QA: the sentence is its context): the question's
+    /// tokens and the context's reading cues, `[tokens × CUES]`
+    /// ([`crate::cues`]).
     pub fn example(
         &self,
         tokens: &[String],
-        question: Option<&[String]>,
+        question: Option<(&[String], &[u32])>,
         tags: Option<&[Tag]>,
         max_word_chars: usize,
     ) -> Example {
         let context = self.encode(tokens, tags, max_word_chars);
         match question {
             None => Example::Plain(context),
-            Some(q) => Example::Asked { context, question: self.encode(q, None, max_word_chars) },
+            Some((q, cues)) => {
+                assert_eq!(cues.len(), tokens.len() * CUES, "one row of cues per context token");
+                Example::Asked { context, question: self.encode(q, None, max_word_chars), cues: cues.to_vec() }
+            }
         }
     }
 }
@@ -106,6 +112,8 @@ pub enum Example {
     Asked {
         context: Encoded,
         question: Encoded,
+        /// `[context tokens × CUES]` reading cues ([`crate::cues`]).
+        cues: Vec<u32>,
     },
 }
 
@@ -124,6 +132,23 @@ impl Example {
         }
     }
 
+    /// The context's reading cues, `[len × CUES]` (QA only).
+    pub fn cues(&self) -> Option<&[u32]> {
+        match self {
+            Example::Plain(_) => None,
+            Example::Asked { cues, .. } => Some(cues),
+        }
+    }
+
+    /// [`Self::slice`] keeping the tags: a training window of the sentence.
+    pub fn window(&self, range: std::ops::Range<usize>, tags: Option<Vec<u32>>) -> Example {
+        let mut w = self.slice(range);
+        match &mut w {
+            Example::Plain(e) | Example::Asked { context: e, .. } => e.tags = tags,
+        }
+        w
+    }
+
     /// Tokens of the tagged sentence.
     pub fn len(&self) -> usize {
         self.context().len()
@@ -138,9 +163,11 @@ impl Example {
     pub fn slice(&self, range: std::ops::Range<usize>) -> Example {
         match self {
             Example::Plain(e) => Example::Plain(e.slice(range)),
-            Example::Asked { context, question } => {
-                Example::Asked { context: context.slice(range), question: question.clone() }
-            }
+            Example::Asked { context, question, cues } => Example::Asked {
+                context: context.slice(range.clone()),
+                question: question.clone(),
+                cues: cues[range.start * CUES..range.end * CUES].to_vec(),
+            },
         }
     }
 }
@@ -335,7 +362,12 @@ impl PaddedBatch {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Batch {
     Plain(PaddedBatch),
-    Asked { context: PaddedBatch, question: PaddedBatch },
+    Asked {
+        context: PaddedBatch,
+        question: PaddedBatch,
+        /// `[batch × len × CUES]` reading cues of the context tokens, 0 at padding.
+        cues: Vec<i64>,
+    },
 }
 
 impl Batch {
@@ -350,7 +382,14 @@ impl Batch {
         // A question batch's ids number its rows.
         let rows: Vec<usize> = (0..ids.len()).collect();
         let question = pad_by(&rows, |k| data[ids[k]].question().unwrap_or(&empty));
-        Batch::Asked { context, question }
+        let mut cues = vec![0i64; context.batch * context.len * CUES];
+        for (b, &i) in ids.iter().enumerate() {
+            let row = &mut cues[b * context.len * CUES..];
+            for (to, &c) in row.iter_mut().zip(data[i].cues().unwrap_or(&[])) {
+                *to = c as i64;
+            }
+        }
+        Batch::Asked { context, question, cues }
     }
 
     /// The padded sentences that are tagged.
@@ -375,15 +414,23 @@ impl Batch {
     pub fn split(&self, parts: usize) -> Vec<Batch> {
         match self {
             Batch::Plain(b) => b.split(parts).into_iter().map(Batch::Plain).collect(),
-            Batch::Asked { context, question } => context
-                .split(parts)
-                .into_iter()
-                .zip(question.split(parts))
-                .map(|(context, mut question)| {
-                    question.ids = (0..question.batch).collect();
-                    Batch::Asked { context, question }
-                })
-                .collect(),
+            Batch::Asked { context: whole, question, cues } => {
+                let mut first = 0;
+                whole
+                    .split(parts)
+                    .into_iter()
+                    .zip(question.split(parts))
+                    .map(|(context, mut question)| {
+                        question.ids = (0..question.batch).collect();
+                        let (old, len) = (whole.len * CUES, context.len * CUES);
+                        let cues = (first..first + context.batch)
+                            .flat_map(|b| cues[b * old..b * old + len].iter().copied())
+                            .collect();
+                        first += context.batch;
+                        Batch::Asked { context, question, cues }
+                    })
+                    .collect()
+            }
         }
     }
 }
@@ -417,7 +464,8 @@ mod tests {
             let q =
                 Encoded { words: vec![5; len + 1], chars: vec![word(3); len + 1], caps: vec![2; len + 1], tags: None };
             if question {
-                Example::Asked { context, question: q }
+                let cues = (0..len * CUES).map(|k| (k % 4 + len) as u32).collect();
+                Example::Asked { context, question: q, cues }
             } else {
                 Example::Plain(context)
             }

@@ -8,6 +8,7 @@
 //! JSON) and scores answers with the official exact match and token F1.
 
 pub mod batch;
+pub mod cues;
 pub mod dataset;
 pub mod error;
 pub mod io;

@@ -283,6 +283,8 @@ pub struct QaItem {
     pub id: String,
     /// The question's sub-tokens: what the context is tagged against.
     pub question: Vec<String>,
+    /// The question as written (for the word-level reading cues).
+    pub question_text: String,
     pub context: std::sync::Arc<str>,
     /// Characters `start..end` of the context covered by each sub-token.
     pub offsets: Vec<(usize, usize)>,
@@ -306,6 +308,14 @@ pub fn answer_tags(offsets: &[(usize, usize)], start: usize, end: usize) -> Opti
         }
     }
     inside.then_some(tags)
+}
+
+impl QaItem {
+    /// The context's reading cues against the question, `[pieces × CUES]`
+    /// ([`crate::cues::context_cues`]).
+    pub fn cues(&self, idf: Option<&crate::cues::Idf>) -> Vec<u32> {
+        crate::cues::context_cues(&self.context, &self.offsets, &self.question_text, idf)
+    }
 }
 
 /// The context's characters from the start of sub-token `first` to the end
@@ -405,6 +415,7 @@ pub fn qa_sentences(
                 items.push(QaItem {
                     id: q.id.clone(),
                     question: question.into_iter().map(|p| p.text).collect(),
+                    question_text: q.question.clone(),
                     context: context.clone(),
                     offsets,
                     answers: q.answers.iter().map(|a| a.text.clone()).collect(),

@@ -141,6 +141,10 @@ pub struct Vocabs {
     pub data_scheme: Scheme,
     /// Tags in id order.
     pub tags: Vec<String>,
+    /// Question-answering data: document frequencies of the training
+    /// contexts' words, for the IDF reading cue ([`crate::cues`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf: Option<crate::cues::Idf>,
 }
 
 impl Vocabs {
@@ -160,7 +164,7 @@ impl Vocabs {
             1,
         );
         let tags = scheme.tag_set(labels).iter().map(Tag::to_string).collect();
-        Vocabs { normalize, words, chars, scheme, data_scheme, tags }
+        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None }
     }
 
     pub fn tag_id(&self, tag: &Tag) -> Option<u32> {

@@ -97,7 +97,7 @@ mod tests {
     use corpus::squad::QaItem;
 
     fn item(context: &str, offsets: Vec<(usize, usize)>) -> QaItem {
-        QaItem { id: "q".into(), question: vec![], context: context.into(), offsets, answers: vec![] }
+        QaItem { id: "q".into(), question: vec![], question_text: String::new(), context: context.into(), offsets, answers: vec![] }
     }
 
     #[test]
