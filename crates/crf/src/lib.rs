@@ -25,6 +25,7 @@ use burn::tensor::TensorData;
 use corpus::{Scheme, Tag};
 
 pub mod host;
+pub mod one_span;
 
 /// The score of a forbidden transition. Finite, so that log-sum-exp never
 /// sees `-inf - -inf`; far below any reachable path score.
@@ -231,7 +232,7 @@ impl<B: Backend> Crf<B> {
     }
 
     /// The effective scores (penalties included) on the host.
-    fn host_scores(&self) -> host::Scores {
+    pub fn host_scores(&self) -> host::Scores {
         let (trans, start, end) = self.scores();
         let t = self.num_tags();
         host::Scores::new(t, floats(trans), floats(start), floats(end))
