@@ -7,8 +7,9 @@ use crate::dropout::Dropout;
 use crate::input::Tokens;
 use burn::module::Param;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
-use burn::nn::{Embedding, EmbeddingConfig, PaddingConfig1d};
+use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, PaddingConfig1d};
 use burn::prelude::*;
+use burn::tensor::activation::{relu, softmax};
 use burn::tensor::module::embedding;
 use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
@@ -31,8 +32,47 @@ pub struct FeaturesConfig {
     /// context token gets one of three classes: its word id occurs in the
     /// question, it does not, or the token is a question token itself.
     pub question_match_dim: usize,
+    /// Reading-cue embedding size, per cue (QA data only; [`corpus::cues`]:
+    /// word-level match with the question, IDF of the match, distance to the
+    /// nearest matched word, question type, word shape); 0 turns them off.
+    pub cue_dim: usize,
+    /// Which reading cues feed the tagger (with `cue_dim` > 0).
+    pub cues: Vec<CueName>,
+    /// DrQA's aligned question embedding (QA data only): each context token's
+    /// soft attention over the question's word embeddings, through a ReLU
+    /// projection of this size; 0 turns it off. It is itself a small
+    /// cross-attention.
+    pub aligned_dim: usize,
     /// Dropout on the concatenated features.
     pub dropout: f64,
+}
+
+/// A reading cue, as configurations name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CueName {
+    Match,
+    Idf,
+    Distance,
+    QuestionType,
+    Shape,
+}
+
+impl CueName {
+    pub const ALL: [CueName; corpus::cues::CUES] =
+        [CueName::Match, CueName::Idf, CueName::Distance, CueName::QuestionType, CueName::Shape];
+
+    /// Its column in the cues of a token.
+    pub fn cue(self) -> corpus::cues::Cue {
+        use corpus::cues::Cue;
+        match self {
+            CueName::Match => Cue::Match,
+            CueName::Idf => Cue::Idf,
+            CueName::Distance => Cue::Distance,
+            CueName::QuestionType => Cue::QuestionType,
+            CueName::Shape => Cue::Shape,
+        }
+    }
 }
 
 /// Classes of the question-match feature.
@@ -48,6 +88,9 @@ impl Default for FeaturesConfig {
             char_kernel: 3,
             caps_dim: 0,
             question_match_dim: 0,
+            cue_dim: 0,
+            cues: CueName::ALL.to_vec(),
+            aligned_dim: 0,
             dropout: 0.5,
         }
     }
@@ -56,7 +99,23 @@ impl Default for FeaturesConfig {
 impl FeaturesConfig {
     /// Size of the feature vector of one token.
     pub fn output_dim(&self) -> usize {
-        self.word_dim + if self.char_dim > 0 { self.char_filters } else { 0 } + self.caps_dim + self.question_match_dim
+        self.word_dim
+            + if self.char_dim > 0 { self.char_filters } else { 0 }
+            + self.caps_dim
+            + self.question_match_dim
+            + self.cue_dim * self.active_cues().len()
+            + if self.aligned_dim > 0 { self.word_dim } else { 0 }
+    }
+
+    /// The cues read, each once (none with `cue_dim` 0).
+    pub fn active_cues(&self) -> Vec<CueName> {
+        let mut seen = Vec::new();
+        for &c in &self.cues {
+            if self.cue_dim > 0 && !seen.contains(&c) {
+                seen.push(c);
+            }
+        }
+        seen
     }
 
     /// Builds the module. `pretrained`, if given, is a `[words, word_dim]`
@@ -89,7 +148,24 @@ impl FeaturesConfig {
             (self.caps_dim > 0).then(|| EmbeddingConfig::new(corpus::batch::CAPS_CLASSES, self.caps_dim).init(device));
         let question_match = (self.question_match_dim > 0)
             .then(|| EmbeddingConfig::new(MATCH_CLASSES, self.question_match_dim).init(device));
-        Features { word, char_emb, char_cnn, caps, question_match, dropout: Dropout::new(self.dropout) }
+        let active = self.active_cues();
+        let cues = active
+            .iter()
+            .map(|c| EmbeddingConfig::new(corpus::cues::CUE_CLASSES[c.cue() as usize], self.cue_dim).init(device))
+            .collect();
+        let cue_columns = active.iter().map(|c| c.cue() as usize).collect();
+        let align = (self.aligned_dim > 0).then(|| LinearConfig::new(self.word_dim, self.aligned_dim).init(device));
+        Features {
+            word,
+            char_emb,
+            char_cnn,
+            caps,
+            question_match,
+            cues,
+            cue_columns,
+            align,
+            dropout: Dropout::new(self.dropout),
+        }
     }
 }
 
@@ -100,16 +176,31 @@ pub struct Features<B: Backend> {
     pub char_cnn: Option<Conv1d<B>>,
     pub caps: Option<Embedding<B>>,
     pub question_match: Option<Embedding<B>>,
+    /// One embedding per reading cue read.
+    pub cues: Vec<Embedding<B>>,
+    /// The cue column each of `cues` reads.
+    #[module(skip)]
+    cue_columns: Vec<usize>,
+    /// The aligned question embedding's projection.
+    pub align: Option<Linear<B>>,
     pub dropout: Dropout,
 }
 
 impl<B: Backend> Features<B> {
     /// `[B, L, D]` features, zero at padded positions. `question`: the
     /// questions the sentences are read against (extractive QA), for the
-    /// question-match feature; `None` for questions themselves.
-    pub fn forward(&self, input: &Tokens<B>, question: Option<&Tokens<B>>) -> Tensor<B, 3> {
+    /// question-match feature and the aligned question embedding, and
+    /// `cues` their reading cues `[B, L, CUES]`; `None` for questions
+    /// themselves (their cue and aligned features are padding and zeros).
+    pub fn forward(
+        &self,
+        input: &Tokens<B>,
+        question: Option<&Tokens<B>>,
+        cues: Option<&Tensor<B, 3, Int>>,
+    ) -> Tensor<B, 3> {
         let [b, l] = input.dims();
-        let mut parts = vec![self.word.forward(input.words.clone())]; // [B, L, Dw]
+        let words = self.word.forward(input.words.clone()); // [B, L, Dw]
+        let mut parts = vec![words.clone()];
         if let (Some(emb), Some(cnn)) = (&self.char_emb, &self.char_cnn) {
             parts.push(char_features(emb, cnn, input.chars.clone()));
         }
@@ -119,11 +210,44 @@ impl<B: Backend> Features<B> {
         if let Some(emb) = &self.question_match {
             parts.push(emb.forward(question_match(input, question)));
         }
+        for (emb, &c) in self.cues.iter().zip(&self.cue_columns) {
+            let ids = match cues {
+                Some(all) => all.clone().slice([0..b, 0..l, c..c + 1]).reshape([b, l]), // [B, L]
+                None => Tensor::zeros([b, l], &input.words.device()),
+            };
+            parts.push(emb.forward(ids));
+        }
+        if let Some(align) = &self.align {
+            parts.push(match question {
+                Some(q) => aligned(align, words, self.word.forward(q.words.clone()), q.mask.clone()),
+                None => Tensor::zeros(words.dims(), &words.device()),
+            });
+        }
         let x = Tensor::cat(parts, 2); // [B, L, D]
         let d = x.dims()[2];
         let keep = input.mask.clone().float().unsqueeze_dim::<3>(2).expand([b, l, d]);
         self.dropout.forward(x * keep)
     }
+}
+
+/// DrQA's aligned question embedding: `Σ_j a_ij E(q_j)` with
+/// `a_ij = softmax_j(α(E(p_i))·α(E(q_j)))`, `α` a ReLU projection;
+/// `context [B, L, Dw]`, `question [B, Lq, Dw]` with its mask `[B, Lq]` →
+/// `[B, L, Dw]`.
+fn aligned<B: Backend>(
+    align: &Linear<B>,
+    context: Tensor<B, 3>,
+    question: Tensor<B, 3>,
+    mask: Tensor<B, 2, Bool>,
+) -> Tensor<B, 3> {
+    let [b, l, _] = context.dims();
+    let lq = question.dims()[1];
+    let pc = relu(align.forward(context)); // [B, L, A]
+    let pq = relu(align.forward(question.clone())); // [B, Lq, A]
+    let scores = pc.matmul(pq.swap_dims(1, 2)); // [B, L, Lq]
+    let padding = mask.bool_not().unsqueeze_dim::<3>(1).expand([b, l, lq]);
+    let weights = softmax(scores.mask_fill(padding, -1.0e4), 2); // [B, L, Lq]
+    weights.matmul(question) // [B, L, Dw]
 }
 
 /// `[B, L]` question-match classes: for a context (read against
@@ -206,7 +330,11 @@ mod tests {
     }
 
     fn asked(words: &[u32], question: &[u32]) -> Example {
-        Example::Asked { context: encoded(words), question: encoded(question) }
+        Example::Asked {
+            context: encoded(words),
+            question: encoded(question),
+            cues: vec![1; words.len() * corpus::cues::CUES],
+        }
     }
 
     fn classes(t: Tensor<B, 2, Int>) -> Vec<i64> {

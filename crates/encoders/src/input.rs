@@ -43,16 +43,25 @@ impl<B: Backend> Tokens<B> {
 #[derive(Clone, Debug)]
 pub enum TaggerInput<B: Backend> {
     Plain(Tokens<B>),
-    Asked { context: Tokens<B>, question: Tokens<B> },
+    Asked {
+        context: Tokens<B>,
+        question: Tokens<B>,
+        /// `[B, L, CUES]` reading cues of the context tokens ([`corpus::cues`]), 0 at padding.
+        cues: Tensor<B, 3, Int>,
+    },
 }
 
 impl<B: Backend> TaggerInput<B> {
     pub fn from_batch(batch: &Batch, device: &B::Device) -> Self {
         match batch {
             Batch::Plain(p) => TaggerInput::Plain(Tokens::from_padded(p, device)),
-            Batch::Asked { context, question } => TaggerInput::Asked {
+            Batch::Asked { context, question, cues } => TaggerInput::Asked {
                 context: Tokens::from_padded(context, device),
                 question: Tokens::from_padded(question, device),
+                cues: Tensor::from_data(
+                    TensorData::new(cues.clone(), [context.batch, context.len, corpus::cues::CUES]),
+                    device,
+                ),
             },
         }
     }
@@ -68,6 +77,14 @@ impl<B: Backend> TaggerInput<B> {
         match self {
             TaggerInput::Plain(_) => None,
             TaggerInput::Asked { question, .. } => Some(question),
+        }
+    }
+
+    /// `[B, L, CUES]` reading cues of the context (QA only).
+    pub fn cues(&self) -> Option<&Tensor<B, 3, Int>> {
+        match self {
+            TaggerInput::Plain(_) => None,
+            TaggerInput::Asked { cues, .. } => Some(cues),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod input;
 pub mod linear;
 pub mod ops;
 pub mod positional;
+pub mod span;
 pub mod tagger;
 pub mod transformer;
 

@@ -7,6 +7,7 @@ use crate::features::{Features, FeaturesConfig};
 use crate::input::{TaggerInput, Tokens};
 use crate::linear::per_token;
 use crate::ops::SeqBackend;
+use crate::span::{AnswerSpan, SpanTags};
 use crate::transformer::{AttentionConfig, AttentionEncoder, Memory};
 use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
@@ -31,6 +32,19 @@ pub enum DecoderKind {
     Crf,
     /// Independent softmax per token (cross-entropy loss, argmax decoding).
     Softmax,
+    /// Extractive QA: start and end distributions over the context (DrQA,
+    /// BiDAF); the answer is the best span of at most `max_answer` tokens.
+    Pointer,
+    /// Extractive QA: the one-span CRF ([`crf::one_span`]), whose normaliser
+    /// sums over single spans only.
+    SpanCrf,
+}
+
+impl DecoderKind {
+    /// Whether the decoder reads exactly one span per sentence (QA only).
+    pub fn is_span(self) -> bool {
+        matches!(self, DecoderKind::Pointer | DecoderKind::SpanCrf)
+    }
 }
 
 /// How a sentence's question (extractive QA) reaches the encoder.
@@ -116,6 +130,8 @@ pub struct TaggerConfig {
     pub constrained: bool,
     /// Question-conditioned tagging (QA data): "none", "concat" or "cross".
     pub question: QuestionMode,
+    /// Longest answer span the QA decoders pick, in tokens.
+    pub max_answer: usize,
 }
 
 impl Default for TaggerConfig {
@@ -126,6 +142,7 @@ impl Default for TaggerConfig {
             decoder: DecoderKind::Crf,
             constrained: true,
             question: QuestionMode::None,
+            max_answer: 30,
         }
     }
 }
@@ -177,9 +194,21 @@ impl TaggerConfig {
                 probability("encoder.attention.attention_dropout", a.attention_dropout)?;
             }
         }
-        if f.question_match_dim > 0 && self.question == QuestionMode::None {
-            return Err("features.question_match_dim needs question-answering data and model.question = \"concat\" or \"cross\"".into());
+        let qa_only = [
+            ("features.question_match_dim", f.question_match_dim > 0),
+            ("features.cue_dim", f.cue_dim > 0),
+            ("features.aligned_dim", f.aligned_dim > 0),
+            ("decoder = \"pointer\"", self.decoder == DecoderKind::Pointer),
+            ("decoder = \"span_crf\"", self.decoder == DecoderKind::SpanCrf),
+        ];
+        for (what, on) in qa_only {
+            if on && self.question == QuestionMode::None {
+                return Err(format!(
+                    "{what} needs question-answering data and model.question = \"concat\" or \"cross\""
+                ));
+            }
         }
+        positive("max_answer", self.max_answer)?;
         if self.question == QuestionMode::Cross && self.encoder.kind != EncoderKind::Attention {
             return Err("question = \"cross\" needs encoder.kind = \"attention\" (use \"concat\" with a BiLSTM)".into());
         }
@@ -207,24 +236,29 @@ impl TaggerConfig {
         let separator = (self.question == QuestionMode::Concat)
             .then(|| Param::from_tensor(Tensor::random([d_in], burn::tensor::Distribution::Normal(0.0, 1.0), device)));
         let t = shape.tags.len();
-        let crf = match self.decoder {
+        let (crf, outputs) = match self.decoder {
             DecoderKind::Crf => {
                 let cons = if self.constrained {
                     Constraints::from_scheme(shape.scheme, shape.tags)
                 } else {
                     Constraints::none(t)
                 };
-                Some(Crf::new(&cons, 0.1, device))
+                (Some(Crf::new(&cons, 0.1, device)), t)
             }
-            DecoderKind::Softmax => None,
+            DecoderKind::Softmax => (None, t),
+            DecoderKind::Pointer => (None, 2),
+            DecoderKind::SpanCrf => (Some(Crf::new(&crf::one_span::constraints(), 0.1, device)), crf::one_span::STATES),
         };
         Tagger {
             features,
             encoder,
             separator,
-            emit: LinearConfig::new(d_out, t).init(device),
+            emit: LinearConfig::new(d_out, outputs).init(device),
             crf,
             question: self.question,
+            decoder: self.decoder,
+            spans: SpanTags::new(shape.tags),
+            max_answer: self.max_answer,
         }
     }
 }
@@ -283,6 +317,14 @@ pub struct Tagger<B: Backend> {
     /// is built from before a record is loaded into it).
     #[module(skip)]
     question: QuestionMode,
+    /// The decoder, as configured (its parameters are `emit` and `crf`).
+    #[module(skip)]
+    decoder: DecoderKind,
+    /// Where the span tags sit in the tag set (QA decoders).
+    #[module(skip)]
+    spans: SpanTags,
+    #[module(skip)]
+    max_answer: usize,
 }
 
 /// Emission scores and, when asked, attention weights.
@@ -315,7 +357,7 @@ impl<B: SeqBackend> Tagger<B> {
     /// tagger was built without a question mode, or the other way round.
     pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> Result<TaggerOutput<B>, TaggerError> {
         let (c, q) = (input.context(), input.question());
-        let x = self.features.forward(c, q); // [B, L, D]
+        let x = self.features.forward(c, q, input.cues()); // [B, L, D]
         let (h, attention) = match (self.question, q) {
             (QuestionMode::None, None) => self.encoder.forward(x, c.mask.clone(), want_weights), // [B, L, D_out]
             (QuestionMode::None, Some(_)) => return Err(TaggerError::UnexpectedQuestion),
@@ -336,7 +378,7 @@ impl<B: SeqBackend> Tagger<B> {
         want_weights: bool,
     ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
         let sep = self.separator.as_ref().expect("a tagger built for question = \"concat\" has a separator");
-        let qx = self.features.forward(q, None); // [B, Lq, D]
+        let qx = self.features.forward(q, None, None); // [B, Lq, D]
         let (joint, joint_mask, context_at) = join_question(qx, &q.lengths, sep.val(), x, &input.lengths);
         let (h, attention) = self.encoder.forward(joint, joint_mask, want_weights); // [B, Lq+1+L, D_out]
         let [b, l] = input.dims();
@@ -354,7 +396,7 @@ impl<B: SeqBackend> Tagger<B> {
         q: &Tokens<B>,
         want_weights: bool,
     ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
-        let qx = self.features.forward(q, None); // [B, Lq, D]
+        let qx = self.features.forward(q, None, None); // [B, Lq, D]
         let (memory, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D_out]
         let memory = (memory, q.mask.clone());
         self.encoder.forward_with_memory(x, input.mask.clone(), Some(&memory), want_weights)
@@ -362,19 +404,81 @@ impl<B: SeqBackend> Tagger<B> {
     }
 
     /// Training loss, averaged over sentences: the CRF's negative
-    /// log-likelihood, or the summed token cross-entropy for softmax.
-    /// Errors as [`Self::forward`].
+    /// log-likelihood, the summed token cross-entropy for softmax, or for
+    /// the QA decoders the negative log-likelihood of the gold span (the
+    /// first to the last token not tagged `O`; a window without its answer
+    /// adds 0). Errors as [`Self::forward`].
     pub fn loss(&self, input: &TaggerInput<B>, tags: Tensor<B, 2, Int>) -> Result<Tensor<B, 1>, TaggerError> {
         let e = self.forward(input, false)?.emissions; // [B, L, T]
-        Ok(match &self.crf {
-            Some(crf) => crf.nll(e, tags, input.context().mask.clone(), Reduction::Mean),
-            None => {
-                let [b, _, _] = e.dims();
+        let mask = input.context().mask.clone();
+        let [b, _, _] = e.dims();
+        Ok(match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.nll(e, tags, mask, Reduction::Mean),
+            (DecoderKind::Pointer, _) => self.pointer_loss(e, &tags, mask),
+            (DecoderKind::SpanCrf, Some(crf)) => {
+                let (states, answered) = self.span_states(&tags, &input.context().lengths, &e.device());
+                let nll = crf.nll(e, states, mask, Reduction::None); // [B]
+                (nll * answered).sum().div_scalar(b as f64)
+            }
+            _ => {
                 let logp = log_softmax(e, 2); // [B, L, T]
                 let gold = logp.gather(2, tags.unsqueeze_dim::<3>(2)).squeeze_dim::<2>(2); // [B, L]
-                (gold * input.context().mask.clone().float()).sum().neg().div_scalar(b as f64)
+                (gold * mask.float()).sum().neg().div_scalar(b as f64)
             }
         })
+    }
+
+    /// Each row's gold span (first and last non-`O` token), on the host.
+    fn gold_spans(&self, tags: &Tensor<B, 2, Int>, lengths: &[usize]) -> Vec<Option<(usize, usize)>> {
+        let l = tags.dims()[1];
+        let ids: Vec<i64> = tags.clone().into_data().iter::<i64>().collect();
+        lengths.iter().enumerate().map(|(r, &n)| self.spans.gold(&ids[r * l..r * l + n])).collect()
+    }
+
+    /// `−log P(start) − log P(end)` of the gold spans, averaged over the batch.
+    fn pointer_loss(&self, e: Tensor<B, 3>, tags: &Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 1> {
+        let [b, l, _] = e.dims();
+        let device = e.device();
+        let lengths: Vec<usize> = mask.clone().int().sum_dim(1).into_data().iter::<i64>().map(|n| n as usize).collect();
+        let gold = self.gold_spans(tags, &lengths);
+        let at = |pick: fn((usize, usize)) -> usize| {
+            let v: Vec<i64> = gold.iter().map(|g| g.map_or(0, pick) as i64).collect();
+            Tensor::<B, 2, Int>::from_data(TensorData::new(v, [b, 1]), &device)
+        };
+        let answered: Vec<f32> = gold.iter().map(|g| f32::from(u8::from(g.is_some()))).collect();
+        let answered = Tensor::<B, 1>::from_data(TensorData::new(answered, [b]), &device);
+        let padding = mask.bool_not();
+        let logp = |col: usize| {
+            let x = e.clone().slice([0..b, 0..l, col..col + 1]).reshape([b, l]); // [B, L]
+            log_softmax(x.mask_fill(padding.clone(), -1.0e4), 1)
+        };
+        let start = logp(0).gather(1, at(|g| g.0)).reshape([b]); // [B]
+        let end = logp(1).gather(1, at(|g| g.1)).reshape([b]); // [B]
+        ((start + end) * answered).sum().neg().div_scalar(b as f64)
+    }
+
+    /// The one-span CRF's gold state paths `[B, L]` and which rows have a
+    /// span `[B]` (the others get any legal path and weight 0).
+    fn span_states(
+        &self,
+        tags: &Tensor<B, 2, Int>,
+        lengths: &[usize],
+        device: &B::Device,
+    ) -> (Tensor<B, 2, Int>, Tensor<B, 1>) {
+        let [b, l] = tags.dims();
+        let gold = self.gold_spans(tags, lengths);
+        let mut states = vec![0i64; b * l];
+        for (r, (g, &n)) in gold.iter().zip(lengths).enumerate() {
+            let (i, j) = g.unwrap_or((0, 0));
+            for (k, x) in crf::one_span::states(n, i, j).into_iter().enumerate() {
+                states[r * l + k] = x as i64;
+            }
+        }
+        let answered: Vec<f32> = gold.iter().map(|g| f32::from(u8::from(g.is_some()))).collect();
+        (
+            Tensor::from_data(TensorData::new(states, [b, l]), device),
+            Tensor::from_data(TensorData::new(answered, [b]), device),
+        )
     }
 
     /// Best tag path per sentence (Viterbi for the CRF, argmax for softmax).
@@ -385,51 +489,124 @@ impl<B: SeqBackend> Tagger<B> {
     }
 
     pub fn decode_emissions(&self, e: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<usize>> {
-        match &self.crf {
-            Some(crf) => crf.decode(e, mask),
-            None => {
+        match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.decode(e, mask),
+            (DecoderKind::Softmax, _) => {
                 let [b, l, _] = e.dims();
                 let lengths: Vec<i64> = mask.int().sum_dim(1).into_data().iter::<i64>().collect();
                 let best: Vec<i64> = e.argmax(2).into_data().iter::<i64>().collect();
                 (0..b).map(|s| (0..lengths[s] as usize).map(|i| best[s * l + i] as usize).collect()).collect()
             }
-        }
-    }
-
-    /// Per-token tag probabilities `[B, L, T]`: CRF marginals, or the softmax.
-    pub fn probabilities(&self, e: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        match &self.crf {
-            Some(crf) => crf.marginals(e, mask),
-            None => {
-                let [b, l, t] = e.dims();
-                softmax(e, 2) * mask.float().unsqueeze_dim::<3>(2).expand([b, l, t])
+            _ => {
+                let host = host_rows(e, mask);
+                self.decode_host(&host.iter().map(Vec::as_slice).collect::<Vec<_>>())
             }
         }
     }
 
+    /// Per-token tag probabilities `[B, L, T]`: CRF marginals, the softmax,
+    /// or the marginals of a QA decoder's span distribution.
+    pub fn probabilities(&self, e: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.marginals(e, mask),
+            (DecoderKind::Softmax, _) => {
+                let [b, l, t] = e.dims();
+                softmax(e, 2) * mask.float().unsqueeze_dim::<3>(2).expand([b, l, t])
+            }
+            _ => {
+                let [b, l, _] = e.dims();
+                let (device, t) = (e.device(), self.spans.t);
+                let host = host_rows(e, mask);
+                let mut out = vec![0.0f32; b * l * t];
+                let rows = self.probabilities_host(&host.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                for (r, m) in rows.iter().enumerate() {
+                    out[r * l * t..r * l * t + m.len()].copy_from_slice(m);
+                }
+                Tensor::from_data(TensorData::new(out, [b, l, t]), &device)
+            }
+        }
+    }
+
+    /// The decoder's outputs per token: tags, or 2 (pointer) / 4 (one-span CRF).
+    fn outputs(&self) -> usize {
+        self.emit.weight.dims()[1]
+    }
+
     /// Best tag path of each sentence from emissions already on the host,
-    /// one `[n, T]` slice per sentence (Viterbi for the CRF, argmax for softmax).
+    /// one `[n, outputs]` slice per sentence (Viterbi for the CRF, argmax
+    /// for softmax, the best span's tags for the QA decoders).
     pub fn decode_host(&self, sentences: &[&[f32]]) -> Vec<Vec<usize>> {
-        match &self.crf {
-            Some(crf) => crf.decode_host(sentences),
-            None => {
-                let t = self.emit.weight.dims()[1];
+        match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.decode_host(sentences),
+            (DecoderKind::Softmax, _) => {
+                let t = self.outputs();
                 sentences.iter().map(|em| em.chunks(t).map(first_max).collect()).collect()
+            }
+            _ => {
+                let spans = self.best_spans_host(sentences);
+                sentences
+                    .iter()
+                    .zip(spans)
+                    .map(|(em, sp)| {
+                        let n = em.len() / self.outputs();
+                        sp.map_or_else(|| vec![self.spans.o; n], |s| self.spans.path(n, s.start, s.end))
+                    })
+                    .collect()
             }
         }
     }
 
     /// Per-token tag probabilities `[n, T]` of each sentence from host
-    /// emissions: CRF marginals, or the softmax.
+    /// emissions: CRF marginals, the softmax, or the marginals of a QA
+    /// decoder's spans (those of at most `max_answer` tokens).
     pub fn probabilities_host(&self, sentences: &[&[f32]]) -> Vec<Vec<f32>> {
-        match &self.crf {
-            Some(crf) => crf.marginals_host(sentences),
-            None => {
-                let t = self.emit.weight.dims()[1];
+        match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.marginals_host(sentences),
+            (DecoderKind::Softmax, _) => {
+                let t = self.outputs();
                 sentences.iter().map(|em| em.chunks(t).flat_map(softmax_row).collect()).collect()
             }
+            _ => sentences
+                .iter()
+                .map(|em| self.spans.marginals_of_spans(em.len() / self.outputs(), &self.span_distribution(em)))
+                .collect(),
         }
     }
+
+    /// Each sentence's answer span (at most `max_answer` tokens) with its
+    /// probability, from host emissions: see [`crate::span`]. `None` for
+    /// an empty sentence.
+    pub fn best_spans_host(&self, sentences: &[&[f32]]) -> Vec<Option<AnswerSpan>> {
+        match self.decoder {
+            DecoderKind::Crf | DecoderKind::Softmax => self
+                .probabilities_host(sentences)
+                .iter()
+                .map(|m| self.spans.from_marginals(m, self.max_answer))
+                .collect(),
+            _ => sentences.iter().map(|em| crate::span::best(&self.span_distribution(em))).collect(),
+        }
+    }
+
+    /// A QA decoder's spans of at most `max_answer` tokens with their
+    /// probabilities (renormalised over those spans).
+    fn span_distribution(&self, em: &[f32]) -> Vec<(usize, usize, f32)> {
+        match &self.crf {
+            Some(crf) if self.decoder == DecoderKind::SpanCrf => {
+                let wide: Vec<f64> = em.iter().map(|&x| f64::from(x)).collect();
+                let spans = crf::one_span::span_log_probs(&crf.host_scores(), &wide, self.max_answer);
+                crate::span::normalise(spans.into_iter().map(|(i, j, lp)| (i, j, lp as f32)).collect())
+            }
+            _ => crate::span::pointer_spans(em, self.max_answer),
+        }
+    }
+}
+
+/// Each row's emissions over its real tokens, on the host.
+fn host_rows<B: Backend>(e: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Vec<Vec<f32>> {
+    let [b, l, t] = e.dims();
+    let lengths: Vec<i64> = mask.int().sum_dim(1).into_data().iter::<i64>().collect();
+    let all: Vec<f32> = e.into_data().iter::<f32>().collect();
+    (0..b).map(|r| all[r * l * t..(r * l + lengths[r] as usize) * t].to_vec()).collect()
 }
 
 /// The index of the first largest value.

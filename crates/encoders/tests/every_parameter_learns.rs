@@ -61,6 +61,8 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
                 caps: vec![1; q.len()],
                 tags: None,
             },
+            // Every cue class 1..=4 somewhere, so each cue embedding learns.
+            cues: (0..e.words.len() * corpus::cues::CUES).map(|k| (k % 4 + 1) as u32).collect(),
         })
         .collect();
     let plain: Vec<Example> = data.into_iter().map(Example::Plain).collect();
@@ -72,6 +74,8 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, Concat),
         (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::Softmax, Concat),
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Pointer, Concat),
+        (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::SpanCrf, Cross),
     ] {
         let examples = if question == QuestionMode::None { &plain } else { &with_questions };
         let batch = Batch::pad(examples, &[0, 1]);
@@ -81,6 +85,11 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         cfg.encoder.bilstm.layers = 2;
         cfg.encoder.attention.position = position;
         cfg.decoder = decoder;
+        if question != QuestionMode::None {
+            // The reading cues and the aligned question embedding too.
+            cfg.features.cue_dim = 2;
+            cfg.features.aligned_dim = 3;
+        }
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
         let input = TaggerInput::<AD>::from_batch(&batch, &dev);

@@ -188,6 +188,7 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
             caps: vec![2; question.len()],
             tags: None,
         },
+        cues: (0..words.len() * corpus::cues::CUES).map(|k| (k % 5 + 1) as u32).collect(),
     };
     let data = vec![enc(&[2, 3, 4], &[5, 6]), enc(&[4, 5, 6, 7, 2, 3], &[3, 3, 3, 4, 5]), enc(&[7], &[2])];
     let tags = Scheme::Bioes.tag_set(&["ANS".into()]);
@@ -200,6 +201,8 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 2;
         cfg.features.question_match_dim = 3;
+        cfg.features.cue_dim = 2;
+        cfg.features.aligned_dim = 3;
         let shape = TaggerShape { words: 9, chars: 10, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
         let model = cfg.init::<B>(shape, &dev());
         let t = tags.len();

@@ -28,7 +28,8 @@ fn batch(questions: bool) -> Batch {
             tags: None,
         };
         if questions {
-            Example::Asked { context, question }
+            let cues = vec![1; words.len() * corpus::cues::CUES];
+            Example::Asked { context, question, cues }
         } else {
             Example::Plain(context)
         }

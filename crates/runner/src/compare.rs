@@ -98,7 +98,7 @@ fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
     .collect();
     header.extend(types.iter().map(|t| format!("test_f1_{t}")));
     header.extend(
-        ["best_epoch", "epochs", "train_seconds", "tokens_per_second", "qa_exact_match", "qa_f1"]
+        ["best_epoch", "epochs", "train_seconds", "tokens_per_second", "qa_dev_exact_match", "qa_dev_f1", "qa_test_exact_match", "qa_test_f1"]
             .iter()
             .map(|s| s.to_string()),
     );
@@ -125,8 +125,10 @@ fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
             s.epochs.to_string(),
             format!("{:.1}", s.train_seconds),
             format!("{:.0}", s.tokens_per_second),
-            fmt(s.qa.as_ref().map_or(f64::NAN, |q| q.exact_match)),
-            fmt(s.qa.as_ref().map_or(f64::NAN, |q| q.f1)),
+            fmt(s.qa.as_ref().and_then(|q| q.dev.as_ref()).map_or(f64::NAN, |q| q.exact_match)),
+            fmt(s.qa.as_ref().and_then(|q| q.dev.as_ref()).map_or(f64::NAN, |q| q.f1)),
+            fmt(s.qa.as_ref().and_then(|q| q.test.as_ref()).map_or(f64::NAN, |q| q.exact_match)),
+            fmt(s.qa.as_ref().and_then(|q| q.test.as_ref()).map_or(f64::NAN, |q| q.f1)),
         ]);
         w.write_record(&row)?;
     }
@@ -288,26 +290,34 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
     }
     let qa: Vec<&Run> = runs.iter().filter(|r| r.summary.qa.is_some()).collect();
     if !qa.is_empty() {
+        let metric = qa[0].summary.qa.as_ref().map_or("", |q| q.metric.as_str()).to_string();
         let _ = writeln!(
             s,
-            "\n## Question answering (official SQuAD v1.1 exact match and F1, seeds grouped: mean ± std)\n\n| dataset | setting | split | seeds | exact match | F1 |\n|---|---|---|---:|---:|---:|"
+            "\n## Question answering ({metric} exact match and F1; best epoch chosen on dev, test scored once; seeds grouped: mean ± std)\n\n| dataset | setting | seeds | dev EM | dev F1 | test EM | test F1 |\n|---|---|---:|---:|---:|---:|---:|"
         );
         for ((ds, name), rs) in groups(&qa.into_iter().cloned().collect::<Vec<Run>>()) {
-            let v = |f: &dyn Fn(&crate::rundir::QaMetrics) -> f64| {
-                let xs: Vec<f64> = rs.iter().filter_map(|r| r.summary.qa.as_ref()).map(f).collect();
+            type Pick = fn(&crate::rundir::QaSummary) -> Option<&crate::rundir::QaMetrics>;
+            let v = |split: Pick, f: &dyn Fn(&crate::rundir::QaMetrics) -> f64| {
+                let xs: Vec<f64> = rs.iter().filter_map(|r| r.summary.qa.as_ref().and_then(split)).map(f).collect();
+                if xs.is_empty() {
+                    return "-".to_string();
+                }
                 let (m, sd) = mean_std(&xs);
                 format!("{m:.4} ± {sd:.4}")
             };
-            let split = rs[0].summary.qa.as_ref().map_or("-", |q| q.split.as_str());
+            let (dev, test): (Pick, Pick) = (|q| q.dev.as_ref(), |q| q.test.as_ref());
             let _ = writeln!(
                 s,
-                "| {ds} | {name} | {split} | {} | {} | {} |",
+                "| {ds} | {name} | {} | {} | {} | {} | {} |",
                 rs.len(),
-                v(&|q| q.exact_match),
-                v(&|q| q.f1)
+                v(dev, &|q| q.exact_match),
+                v(dev, &|q| q.f1),
+                v(test, &|q| q.exact_match),
+                v(test, &|q| q.f1)
             );
         }
     }
+    s.push_str(&qa_differences(runs));
     s.push_str("\n## Significance\n\n");
     match boot {
         Ok(b) => {
@@ -322,6 +332,54 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
         }
     }
     let _ = writeln!(s, "\n![dev F1 per epoch]({})", plot.file_name().unwrap().to_string_lossy());
+    s
+}
+
+/// Every pair of QA settings on one dataset: the difference of their mean
+/// test answer F1 with a 95 % bootstrap interval over seeds and questions
+/// ([`crate::qa_bootstrap`]).
+fn qa_differences(runs: &[Run]) -> String {
+    let qa: Vec<Run> = runs.iter().filter(|r| r.summary.qa.is_some()).cloned().collect();
+    let settings: Vec<((String, String), crate::qa_bootstrap::Setting)> = groups(&qa)
+        .into_iter()
+        .filter_map(|(key, rs)| {
+            let file = crate::qa_bootstrap::file_name("test");
+            let per_seed = rs
+                .iter()
+                .map(|r| Some((r.summary.seed, crate::qa_bootstrap::read(&r.dir.join(&file)).ok()?)))
+                .collect::<Option<crate::qa_bootstrap::Setting>>()?;
+            Some((key, per_seed))
+        })
+        .collect();
+    let mut s = String::new();
+    for (i, (ka, a)) in settings.iter().enumerate() {
+        for (kb, b) in settings.iter().skip(i + 1).filter(|(kb, _)| kb.0 == ka.0) {
+            if s.is_empty() {
+                s.push_str("\n## Question answering: differences (test answer F1, 95 % bootstrap interval over seeds and questions, 2000 resamples)\n\n| dataset | A | B | A − B | 95 % interval | seeds | questions |\n|---|---|---|---:|---|---|---:|\n");
+            }
+            match crate::qa_bootstrap::difference(a, b, 2000, 7) {
+                Ok(d) => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {:+.4} | [{:+.4}, {:+.4}] | {} × {}{} | {} |",
+                        ka.0,
+                        ka.1,
+                        kb.1,
+                        d.delta,
+                        d.low,
+                        d.high,
+                        a.len(),
+                        b.len(),
+                        if d.paired_seeds { ", paired" } else { "" },
+                        d.questions
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(s, "| {} | {} | {} | | {e} | | |", ka.0, ka.1, kb.1);
+                }
+            }
+        }
+    }
     s
 }
 

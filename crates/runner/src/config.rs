@@ -173,6 +173,12 @@ pub struct TrainConfig {
     /// What a NaN or infinite loss or gradient does: `stop` the run (the
     /// last checkpoint stays as it was) or `skip` the batch and go on.
     pub on_nan: OnNan,
+    /// Curriculum: for the first `answer_window_epochs` epochs, train on a
+    /// window of this many tokens around each sentence's tagged span (the
+    /// answer, for QA) instead of the whole sentence; 0 turns it off.
+    pub answer_window: usize,
+    /// Epochs of the curriculum (see `answer_window`).
+    pub answer_window_epochs: usize,
 }
 
 impl Default for TrainConfig {
@@ -197,6 +203,8 @@ impl Default for TrainConfig {
             max_memory: String::new(),
             checkpoint_every: 0,
             on_nan: OnNan::Stop,
+            answer_window: 0,
+            answer_window_epochs: 0,
         }
     }
 }

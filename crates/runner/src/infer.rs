@@ -61,12 +61,19 @@ pub struct Request {
     pub confidence: bool,
     /// Attention weights of every layer, for sentences tagged in one window.
     pub attention: bool,
+    /// Extractive QA: each sentence's answer span, as the decoder picks it.
+    pub answers: bool,
 }
 
 impl Request {
     /// Tags only, in planned batches.
     pub fn tagging(windows: Windows) -> Request {
-        Request { windows, batching: Batching::Planned(EVAL_BATCH), confidence: false, attention: false }
+        Request { windows, batching: Batching::Planned(EVAL_BATCH), confidence: false, attention: false, answers: false }
+    }
+
+    pub fn with_answers(mut self, answers: bool) -> Request {
+        self.answers = answers;
+        self
     }
 
     pub fn with_confidence(mut self, confidence: bool) -> Request {
@@ -104,6 +111,9 @@ pub struct Tagged {
     pub marginals: Option<Vec<f32>>,
     /// With [`Request::attention`], for a sentence tagged in one window.
     pub attention: Option<SentenceAttention>,
+    /// With [`Request::answers`]: the answer span (tokens `start..=end`)
+    /// and its probability under the decoder.
+    pub span: Option<encoders::span::AnswerSpan>,
 }
 
 /// The tagged sentences, and how many of them were cut into windows.
@@ -129,7 +139,7 @@ pub fn tag<B: SeqBackend>(
     // 2. Stitch: each token's scores from the window where it is most central.
     let stitched: Vec<Vec<f32>> = (0..data.len()).map(|i| pieces.stitch(i, &mut emitted.emissions, t)).collect();
     // 3. Decode whole sentences on the host.
-    let mut tagged = decode(model, vocabs, &stitched, request.confidence);
+    let mut tagged = decode(model, vocabs, &stitched, request);
     for (i, a) in emitted.attention.into_iter().enumerate() {
         tagged[i].attention = a;
     }
@@ -269,7 +279,7 @@ fn attention_maps<B: SeqBackend>(
 
 /// Decodes every sentence's stitched emissions on the host, in parallel
 /// chunks, and maps the paths back to the data's tag scheme.
-fn decode<B: SeqBackend>(model: &Tagger<B>, vocabs: &Vocabs, stitched: &[Vec<f32>], confidence: bool) -> Vec<Tagged> {
+fn decode<B: SeqBackend>(model: &Tagger<B>, vocabs: &Vocabs, stitched: &[Vec<f32>], request: &Request) -> Vec<Tagged> {
     let tag_set = vocabs.parsed_tags();
     let t = tag_set.len();
     stitched
@@ -277,16 +287,18 @@ fn decode<B: SeqBackend>(model: &Tagger<B>, vocabs: &Vocabs, stitched: &[Vec<f32
         .flat_map_iter(|chunk| {
             let sentences: Vec<&[f32]> = chunk.iter().map(Vec::as_slice).collect();
             let paths = model.decode_host(&sentences);
-            let mut probs = confidence.then(|| model.probabilities_host(&sentences).into_iter());
+            let mut probs = request.confidence.then(|| model.probabilities_host(&sentences).into_iter());
+            let mut spans = request.answers.then(|| model.best_spans_host(&sentences).into_iter());
             let tag_set = &tag_set;
             paths.into_iter().map(move |path| {
                 let marginals = probs.as_mut().and_then(Iterator::next);
+                let span = spans.as_mut().and_then(Iterator::next).flatten();
                 let confidence =
                     marginals.as_ref().map(|m| path.iter().enumerate().map(|(pos, &y)| m[pos * t + y]).collect());
                 // Back to the data's scheme, through spans.
                 let tagger_tags: Vec<Tag> = path.iter().map(|&y| tag_set[y].clone()).collect();
                 let tags = corpus::tags::convert(&tagger_tags, vocabs.scheme, vocabs.data_scheme);
-                Tagged { tags, confidence, marginals, attention: None }
+                Tagged { tags, confidence, marginals, attention: None, span }
             })
         })
         .collect()

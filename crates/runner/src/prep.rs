@@ -3,6 +3,7 @@
 
 use crate::config::RunConfig;
 use anyhow::{bail, Context, Result};
+use corpus::cues::CUES;
 use corpus::squad::QaItem;
 use corpus::vectors::read_vectors;
 use corpus::Example;
@@ -100,15 +101,20 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let normalize = corpus::Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
     // Questions (QA data) are text of the same language: their words count
     // too, each after its context.
-    let questions = questions(train.sentences.len(), train.qa.as_deref());
+    let question_tokens: Vec<Option<&[String]>> = match train.qa.as_deref() {
+        Some(items) => items.iter().map(|i| Some(i.question.as_slice())).collect(),
+        None => vec![None; train.sentences.len()],
+    };
     let texts: Vec<&[String]> = train
         .sentences
         .iter()
-        .zip(&questions)
+        .zip(&question_tokens)
         .flat_map(|(s, q)| std::iter::once(s.tokens.as_slice()).chain(*q))
         .collect();
     let mut vocabs =
         Vocabs::build(texts.iter().copied(), &labels, normalize, cfg.data.min_word_freq, tagger_scheme, ds.scheme);
+    // QA: document frequencies of the training contexts, for the IDF cue.
+    vocabs.idf = train.qa.as_ref().map(|items| corpus::cues::Idf::build(items.iter().map(|i| &*i.context)));
     let mut notes = Vec::new();
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(
@@ -130,14 +136,17 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let mut windowed = 0;
     let mut train_enc = Vec::with_capacity(train.sentences.len());
     let mut train_lines = Vec::with_capacity(train.sentences.len());
-    for (s, &question) in train.sentences.iter().zip(&questions) {
+    let questions = questions(&vocabs, train.sentences.len(), train.qa.as_deref());
+    for (s, question) in train.sentences.iter().zip(&questions) {
         let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
         let ws = win.of(s.tokens.len());
         windowed += usize::from(ws.len() > 1);
         for r in ws {
             let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
             train_lines.push(s.line + r.start);
-            train_enc.push(vocabs.example(&s.tokens[r], question, Some(&tags), max_chars));
+            let cues = question.as_ref().map(|(_, c)| &c[r.start * CUES..r.end * CUES]);
+            let asked = question.as_ref().zip(cues).map(|((q, _), c)| (*q, c));
+            train_enc.push(vocabs.example(&s.tokens[r], asked, Some(&tags), max_chars));
         }
     }
     if windowed > 0 {
@@ -179,15 +188,19 @@ pub fn encode_untagged(
     qa: Option<&[QaItem]>,
     max_chars: usize,
 ) -> Vec<Example> {
-    let questions = questions(sentences.len(), qa);
-    sentences.iter().zip(questions).map(|(s, q)| vocabs.example(&s.tokens, q, None, max_chars)).collect()
+    let questions = questions(vocabs, sentences.len(), qa);
+    sentences
+        .iter()
+        .zip(&questions)
+        .map(|(s, q)| vocabs.example(&s.tokens, q.as_ref().map(|(q, c)| (*q, c.as_slice())), None, max_chars))
+        .collect()
 }
 
-/// Each of `n` sentences' question, from the QA items of their split
-/// (`None` for plain tagging).
-fn questions(n: usize, qa: Option<&[QaItem]>) -> Vec<Option<&[String]>> {
+/// Each of `n` sentences' question and reading cues, from the QA items of
+/// their split (`None` for plain tagging).
+fn questions<'a>(vocabs: &Vocabs, n: usize, qa: Option<&'a [QaItem]>) -> Vec<Option<(&'a [String], Vec<u32>)>> {
     match qa {
-        Some(items) => items.iter().map(|i| Some(i.question.as_slice())).collect(),
+        Some(items) => items.iter().map(|i| Some((i.question.as_slice(), i.cues(vocabs.idf.as_ref())))).collect(),
         None => vec![None; n],
     }
 }

@@ -3,66 +3,19 @@
 //! official predictions file.
 
 use crate::infer::Tagged;
-use corpus::Tag;
 
-/// Longest answer considered, in sub-tokens.
-pub const MAX_ANSWER: usize = 30;
-
-/// The answer of each tagged QA sentence, as extractive QA systems choose
-/// it: the span `i..=j` (at most [`MAX_ANSWER`] sub-tokens) with the highest
-/// P(chunk starts at i)·P(chunk ends at j) under the tagger's per-token
-/// marginals (P(S) for a single token) — every question gets an answer, as
-/// every SQuAD v1.1 question has one, even where the Viterbi path tags
-/// none. Without marginals, the first decoded span, or "". A span that
-/// starts or ends inside a word is widened to the whole word
-/// ([`corpus::squad::whole_words`]).
-pub fn answers(items: &[corpus::squad::QaItem], tagged: &[Tagged], tag_set: &[Tag]) -> Vec<String> {
-    use corpus::Prefix;
-    let t = tag_set.len();
-    let with = |f: &dyn Fn(&Prefix) -> bool| -> Vec<usize> {
-        (0..t).filter(|&k| matches!(&tag_set[k], Tag::Chunk { prefix, .. } if f(prefix))).collect()
-    };
-    let begin = with(&|p| *p == Prefix::B);
-    let single = with(&|p| *p == Prefix::S);
-    let end_tags = with(&|p| *p == Prefix::E);
-    let inside = with(&|p| *p == Prefix::I);
-    // BIOES: a span i..=j is B at i and E at j, or S at i = j. BIO: B at i
-    // and no I at j + 1 (IOB1 data is trained in BIOES or BIO).
-    let bioes = !end_tags.is_empty();
+/// The answer of each tagged QA sentence: its answer span as the decoder
+/// picked it ([`encoders::span`]; every question gets one, as every SQuAD
+/// v1.1 question has one, even where the Viterbi path tags none), widened
+/// to whole words when it starts or ends inside one
+/// ([`corpus::squad::whole_words`]); "" without a span (an empty context).
+pub fn answers(items: &[corpus::squad::QaItem], tagged: &[Tagged]) -> Vec<String> {
     items
         .iter()
         .zip(tagged)
         .map(|(item, tg)| {
-            let n = tg.tags.len();
-            let best = match &tg.marginals {
-                Some(m) if n > 0 => {
-                    let p = |i: usize, ks: &[usize]| ks.iter().map(|&k| m[i * t + k]).sum::<f32>();
-                    let start: Vec<f32> = (0..n).map(|i| p(i, &begin)).collect();
-                    let end: Vec<f32> = (0..n)
-                        .map(|j| match (bioes, j + 1 < n) {
-                            (true, _) => p(j, &end_tags),
-                            (false, true) => 1.0 - p(j + 1, &inside),
-                            (false, false) => 1.0,
-                        })
-                        .collect();
-                    let mut best = (f32::MIN, 0, 0);
-                    for i in 0..n {
-                        let one = if bioes { p(i, &single) } else { start[i] * end[i] };
-                        if one > best.0 {
-                            best = (one, i, i);
-                        }
-                        for j in i + 1..n.min(i + MAX_ANSWER) {
-                            if start[i] * end[j] > best.0 {
-                                best = (start[i] * end[j], i, j);
-                            }
-                        }
-                    }
-                    Some((best.1, best.2))
-                }
-                _ => corpus::Scheme::Iob2.decode(&tg.tags).first().map(|s| (s.start, s.end - 1)),
-            };
-            best.map_or_else(String::new, |(i, j)| {
-                let (i, j) = corpus::squad::whole_words(&item.context, &item.offsets, i, j);
+            tg.span.map_or_else(String::new, |s| {
+                let (i, j) = corpus::squad::whole_words(&item.context, &item.offsets, s.start, s.end);
                 corpus::squad::span_text(&item.context, &item.offsets, i, j)
             })
         })
@@ -72,6 +25,36 @@ pub fn answers(items: &[corpus::squad::QaItem], tagged: &[Tagged], tag_set: &[Ta
 /// The official metrics of `answers` against the gold answers of `items`.
 pub fn score(items: &[corpus::squad::QaItem], answers: &[String]) -> corpus::squad::QaScore {
     corpus::squad::qa_score(answers.iter().zip(items).map(|(a, i)| (a.as_str(), i.answers.as_slice())))
+}
+
+/// The question-shuffle ablation: each context read against the question
+/// of the item half the split away (another paragraph, as a split holds
+/// more than two of them), its gold answers kept. A reader that reads
+/// the question falls towards its no-question level on these.
+pub fn shuffled_questions(items: &[corpus::squad::QaItem]) -> Vec<corpus::squad::QaItem> {
+    let n = items.len();
+    (0..n)
+        .map(|i| {
+            let other = &items[(i + n / 2) % n.max(1)];
+            corpus::squad::QaItem {
+                question: other.question.clone(),
+                question_text: other.question_text.clone(),
+                ..items[i].clone()
+            }
+        })
+        .collect()
+}
+
+/// Each question's exact match and F1 (the max over its gold answers).
+pub fn per_question(items: &[corpus::squad::QaItem], answers: &[String]) -> Vec<(f64, f64)> {
+    items
+        .iter()
+        .zip(answers)
+        .map(|(i, a)| {
+            let s = corpus::squad::qa_score([(a.as_str(), i.answers.as_slice())]);
+            (s.exact_match, s.f1)
+        })
+        .collect()
 }
 
 /// One line of the official metrics, in percent.
@@ -95,53 +78,43 @@ pub fn predictions_json(items: &[corpus::squad::QaItem], answers: &[String]) -> 
 mod tests {
     use super::*;
     use corpus::squad::QaItem;
+    use corpus::Tag;
 
     fn item(context: &str, offsets: Vec<(usize, usize)>) -> QaItem {
         QaItem { id: "q".into(), question: vec![], question_text: String::new(), context: context.into(), offsets, answers: vec![] }
     }
 
     #[test]
-    fn the_answer_is_the_best_start_end_pair_even_when_viterbi_tags_none() {
-        // Tag set in BIOES: O, B-ANS, I-ANS, E-ANS, S-ANS.
-        let tag_set: Vec<Tag> = ["O", "B-ANS", "I-ANS", "E-ANS", "S-ANS"].iter().map(|t| t.parse().unwrap()).collect();
-        let it = item("ab cd ef gh", vec![(0, 2), (3, 5), (6, 8), (9, 11)]);
-        // Every token is most likely O, but "cd ef" is the most likely span:
-        // P(B at 1) 0.4 × P(E at 2) 0.45 = 0.18 beats P(S at 3) = 0.15.
-        let marginals = vec![
-            0.9, 0.05, 0.0, 0.0, 0.05, //
-            0.5, 0.4, 0.0, 0.0, 0.1, //
-            0.5, 0.0, 0.05, 0.45, 0.0, //
-            0.8, 0.05, 0.0, 0.0, 0.15,
-        ];
-        let tagged = Tagged { tags: vec![Tag::O; 4], marginals: Some(marginals), ..Default::default() };
-        assert_eq!(answers(&[it.clone()], &[tagged], &tag_set), ["cd ef"]);
-        // Without marginals: the first decoded span, else nothing.
-        let b: Tag = "B-ANS".parse().unwrap();
-        let i: Tag = "I-ANS".parse().unwrap();
-        let decoded = Tagged { tags: vec![Tag::O, Tag::O, b, i], ..Default::default() };
-        assert_eq!(answers(&[it.clone()], &[decoded], &tag_set), ["ef gh"]);
-        let none = Tagged { tags: vec![Tag::O; 4], ..Default::default() };
-        assert_eq!(answers(&[it], &[none], &tag_set), [""]);
-    }
-
-    #[test]
-    fn an_answer_inside_a_word_becomes_the_whole_word() {
-        let tag_set: Vec<Tag> = ["O", "B-ANS", "I-ANS", "E-ANS", "S-ANS"].iter().map(|t| t.parse().unwrap()).collect();
-        // nik ##ola tes ##la: the most likely span is the single piece "##ola".
+    fn an_answer_inside_a_word_becomes_the_whole_word_and_no_span_no_answer() {
+        // nik ##ola tes ##la: the decoder's span is the single piece "##ola".
         let it = item("Nikola Tesla", vec![(0, 3), (3, 6), (7, 10), (10, 12)]);
-        let mut marginals = vec![0.9, 0.02, 0.0, 0.0, 0.08].repeat(4);
-        marginals[5..10].copy_from_slice(&[0.4, 0.0, 0.0, 0.0, 0.6]);
-        let tagged = Tagged { tags: vec![Tag::O; 4], marginals: Some(marginals), ..Default::default() };
-        assert_eq!(answers(&[it], &[tagged], &tag_set), ["Nikola"]);
+        let span = Some(encoders::span::AnswerSpan { start: 1, end: 1, prob: 0.6 });
+        let tagged = Tagged { tags: vec![Tag::O; 4], span, ..Default::default() };
+        assert_eq!(answers(&[it.clone()], &[tagged]), ["Nikola"]);
+        let span = Some(encoders::span::AnswerSpan { start: 1, end: 2, prob: 0.6 });
+        let tagged = Tagged { tags: vec![Tag::O; 4], span, ..Default::default() };
+        assert_eq!(answers(&[it.clone()], &[tagged]), ["Nikola Tesla"]);
+        assert_eq!(answers(&[it], &[Tagged::default()]), [""]);
     }
 
     #[test]
-    fn bio_spans_end_where_no_inside_tag_follows() {
-        let tag_set: Vec<Tag> = ["O", "B-ANS", "I-ANS"].iter().map(|t| t.parse().unwrap()).collect();
-        let it = item("北京是首都", (0..5).map(|c| (c, c + 1)).collect());
-        // B at 0 (0.6), I at 1 (0.7), nothing continues at 2: "北京".
-        let marginals = vec![0.4, 0.6, 0.0, 0.3, 0.0, 0.7, 0.9, 0.1, 0.0, 0.9, 0.1, 0.0, 0.9, 0.1, 0.0];
-        let tagged = Tagged { tags: vec![Tag::O; 5], marginals: Some(marginals), ..Default::default() };
-        assert_eq!(answers(&[it], &[tagged], &tag_set), ["北京"]);
+    fn shuffled_questions_move_half_the_split_away_and_keep_the_answers() {
+        let items: Vec<QaItem> = (0..5)
+            .map(|k| QaItem {
+                id: format!("q{k}"),
+                question: vec![format!("w{k}")],
+                question_text: format!("w{k}?"),
+                context: format!("context {k}").into(),
+                offsets: vec![(0, 7)],
+                answers: vec![format!("a{k}")],
+            })
+            .collect();
+        let s = shuffled_questions(&items);
+        for (k, it) in s.iter().enumerate() {
+            let from = (k + 2) % 5;
+            assert_eq!((it.question_text.as_str(), it.answers[0].as_str()), (format!("w{from}?").as_str(), format!("a{k}").as_str()));
+            assert_eq!(it.question, items[from].question);
+            assert_eq!(it.context, items[k].context);
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::infer::{self, Request, Tagged};
 use crate::model::{build_model, decoder_name, encoder_name};
 use crate::prep::{EvalSplit, Prepared};
 use crate::reporter::Reporter;
-use crate::rundir::{self, QaMetrics, SplitMetrics, Summary, TrainState};
+use crate::rundir::{self, QaMetrics, QaSummary, SplitMetrics, Summary, TrainState};
 use anyhow::Result;
 use corpus::SplitName;
 use encoders::ops::SeqBackend;
@@ -40,15 +40,19 @@ pub fn finish<B: SeqBackend>(
         device,
     )?;
     let mut metrics = [None, None];
-    let mut qa = None;
+    let mut answers = [None, None];
     for (k, name) in [SplitName::Dev, SplitName::Test].into_iter().enumerate() {
         if let Some(split) = prep.split(name) {
             let (m, q) = score_split(cfg, prep, split, &best, out, device)?;
             metrics[k] = Some(m);
-            qa = q.or(qa);
+            answers[k] = q;
         }
     }
     let [dev, test] = metrics;
+    let qa = prep.eval.iter().any(|s| s.qa.is_some()).then(|| {
+        let [dev, test] = answers;
+        QaSummary { metric: "official SQuAD v1.1".to_string(), dev, test }
+    });
     let summary = Summary {
         name: cfg.name.clone(),
         encoder: encoder_name(cfg),
@@ -83,7 +87,7 @@ fn score_split<B: SeqBackend>(
 ) -> Result<(SplitMetrics, Option<QaMetrics>)> {
     let name = split.name.as_str();
     // QA picks the most confident span: ask for the confidences.
-    let request = Request::tagging(cfg.data.windows()).with_confidence(split.qa.is_some());
+    let request = Request::tagging(cfg.data.windows()).with_answers(split.qa.is_some());
     let tagged: Vec<Tagged> = infer::tag(best, &prep.vocabs, &split.encoded, &request, device)?.tagged;
     let metrics = SplitMetrics::from(infer::score_predictions(&split.sentences, &tagged).report());
     corpus::io::write_atomic(
@@ -91,13 +95,15 @@ fn score_split<B: SeqBackend>(
         infer::predictions_file(&split.sentences, &tagged),
     )?;
     let Some(items) = &split.qa else { return Ok((metrics, None)) };
-    let answers = crate::qa::answers(items, &tagged, &prep.tags);
+    let answers = crate::qa::answers(items, &tagged);
     let score = crate::qa::score(items, &answers);
     corpus::io::write_atomic(
         &out.join(format!("predictions.{name}.json")),
         crate::qa::predictions_json(items, &answers),
     )?;
-    let qa = QaMetrics { split: name.into(), exact_match: score.exact_match, f1: score.f1, questions: score.questions };
+    let file = out.join(crate::qa_bootstrap::file_name(name));
+    crate::qa_bootstrap::write(&file, items, &crate::qa::per_question(items, &answers))?;
+    let qa = QaMetrics { exact_match: score.exact_match, f1: score.f1, questions: score.questions };
     Ok((metrics, Some(qa)))
 }
 

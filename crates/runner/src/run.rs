@@ -58,11 +58,12 @@ impl LoadedRun {
         &self,
         data: &[Example],
         confidence: bool,
+        answers: bool,
         device: &B::Device,
         reporter: &dyn Reporter,
     ) -> Result<TaggedSplit> {
         let model = self.model::<B>(device)?;
-        let request = Request::tagging(self.cfg.data.windows()).with_confidence(confidence);
+        let request = Request::tagging(self.cfg.data.windows()).with_confidence(confidence).with_answers(answers);
         let tagged = infer::tag(&model, &self.vocabs, data, &request, device)?;
         if tagged.windowed > 0 {
             reporter.message(&format!(
@@ -137,9 +138,9 @@ pub fn evaluate<B: SeqBackend>(
     reporter: &dyn Reporter,
 ) -> Result<Evaluation> {
     let TaggedSplit { tagged, windowed } =
-        run.tag::<B>(&run.encode(split, answers), answers.is_some(), device, reporter)?;
+        run.tag::<B>(&run.encode(split, answers), false, answers.is_some(), device, reporter)?;
     let counts = infer::score_predictions(split, &tagged);
-    let qa = answers.map(|items| crate::qa::score(items, &crate::qa::answers(items, &tagged, &run.tags())));
+    let qa = answers.map(|items| crate::qa::score(items, &crate::qa::answers(items, &tagged)));
     Ok(Evaluation { counts, sentences: split.len(), windowed, qa })
 }
 
@@ -161,10 +162,10 @@ pub fn predict<B: SeqBackend>(
     reporter: &dyn Reporter,
 ) -> Result<Prediction> {
     let sentences = &input.sentences;
-    let want_conf = format == OutputFormat::Jsonl || qa.is_some();
-    let tagged = run.tag::<B>(&run.encode(sentences, qa), want_conf, device, reporter)?.tagged;
+    let want_conf = format == OutputFormat::Jsonl && qa.is_none();
+    let tagged = run.tag::<B>(&run.encode(sentences, qa), want_conf, qa.is_some(), device, reporter)?.tagged;
     if let Some(items) = qa {
-        let answers = crate::qa::answers(items, &tagged, &run.tags());
+        let answers = crate::qa::answers(items, &tagged);
         let score_line =
             items.iter().all(|i| !i.answers.is_empty()).then(|| crate::qa::line(&crate::qa::score(items, &answers)));
         return Ok(Prediction { output: format!("{}\n", crate::qa::predictions_json(items, &answers)), score_line });

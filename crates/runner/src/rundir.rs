@@ -145,16 +145,34 @@ pub struct Summary {
     pub tokens_per_second: f64,
     pub dev: Option<SplitMetrics>,
     pub test: Option<SplitMetrics>,
-    /// Question answering: the official SQuAD v1.1 exact match and F1 of
-    /// the answers (test split when there is one, else dev).
+    /// Question answering: exact match and F1 of the answers on dev (where
+    /// the best epoch was chosen) and test (scored once, at the end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qa: Option<QaMetrics>,
+    pub qa: Option<QaSummary>,
 }
 
-/// Answer-level scores of a QA run.
+/// Answer-level scores of a QA run, per split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QaSummary {
+    /// The metric: "official SQuAD v1.1" or "CMRC 2018".
+    #[serde(default)]
+    pub metric: String,
+    #[serde(default)]
+    pub dev: Option<QaMetrics>,
+    #[serde(default)]
+    pub test: Option<QaMetrics>,
+}
+
+impl QaSummary {
+    /// Test scores, else dev (a run without a test split).
+    pub fn reported(&self) -> Option<&QaMetrics> {
+        self.test.as_ref().or(self.dev.as_ref())
+    }
+}
+
+/// Answer-level scores of one split.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QaMetrics {
-    pub split: String,
     pub exact_match: f64,
     pub f1: f64,
     pub questions: usize,

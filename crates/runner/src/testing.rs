@@ -42,3 +42,36 @@ pub fn small_config(kind: EncoderKind, dropout: f64) -> RunConfig {
     cfg.model.features.dropout = dropout;
     cfg
 }
+
+/// `n` generated sentences as QA examples: each sentence's first entity
+/// (if any) tagged as the answer `ANS` in BIOES, read against a question
+/// of the three tokens before it, with its reading cues.
+pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
+    let data = generate(Lang::En, n, 3);
+    let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
+    let labels = vec![corpus::squad::ANSWER.to_string()];
+    let vocabs = Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+    let examples = data
+        .iter()
+        .map(|(t, sp)| {
+            let answer: Vec<corpus::Span> = sp
+                .iter()
+                .take(1)
+                .map(|s| corpus::Span { label: corpus::squad::ANSWER.into(), ..s.clone() })
+                .collect();
+            let tags = Scheme::Bioes.encode(t.len(), &answer);
+            let from = answer.first().map_or(0, |s| s.start);
+            let question: Vec<String> = t[from.saturating_sub(3)..from].to_vec();
+            let text = t.join(" ");
+            let mut offsets = Vec::new();
+            let mut at = 0;
+            for w in t {
+                offsets.push((at, at + w.chars().count()));
+                at += w.chars().count() + 1;
+            }
+            let cues = corpus::cues::context_cues(&text, &offsets, &question.join(" "), None);
+            vocabs.example(t, Some((&question, &cues)), Some(&tags), 20)
+        })
+        .collect();
+    (vocabs, examples)
+}

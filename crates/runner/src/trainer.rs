@@ -97,7 +97,6 @@ struct Training<'a, B: AutodiffBackend> {
     /// Everything a checkpoint holds; the loop keeps it current.
     state: TrainState,
     rows: Vec<EpochRow>,
-    lengths: Vec<usize>,
     total_steps: usize,
     started: Instant,
     wall_before: f64,
@@ -133,7 +132,15 @@ where
             }
         }
         let lengths: Vec<usize> = prep.train.iter().map(|e| e.len()).collect();
-        let total_steps = plan_batches(&lengths, cfg.train.batch(), Some(0)).len() * cfg.train.epochs;
+        let t = &cfg.train;
+        let curriculum = t.epochs.min(if t.answer_window > 0 { t.answer_window_epochs } else { 0 });
+        let short = if curriculum > 0 {
+            crate::curriculum::lengths(&prep.train, o_tag(prep), t.answer_window)
+        } else {
+            Vec::new()
+        };
+        let total_steps = plan_batches(&lengths, t.batch(), Some(0)).len() * (t.epochs - curriculum)
+            + plan_batches(&short, t.batch(), Some(0)).len() * curriculum;
         let wall_before = state.wall_seconds;
         Ok(Training {
             cfg,
@@ -143,7 +150,6 @@ where
             learner: Learner::new(model, opt, cfg.train.word_dropout),
             state,
             rows,
-            lengths,
             total_steps,
             started: Instant::now(),
             wall_before,
@@ -174,12 +180,26 @@ where
         Ok(())
     }
 
+    /// The training examples of `epoch`: cut to windows around their
+    /// answers while the curriculum lasts ([`crate::curriculum`]), else whole.
+    fn examples(&self, epoch: usize) -> std::borrow::Cow<'a, [corpus::Example]> {
+        let t = &self.cfg.train;
+        if t.answer_window > 0 && epoch <= t.answer_window_epochs {
+            let cut = crate::curriculum::windows(&self.prep.train, o_tag(self.prep), t.answer_window, self.cfg.seed, epoch);
+            std::borrow::Cow::Owned(cut)
+        } else {
+            std::borrow::Cow::Borrowed(&self.prep.train)
+        }
+    }
+
     /// The batches of one epoch (from `so_far.batches` on, when resumed):
     /// the epoch's sums and seconds.
     fn epoch(&mut self, epoch: usize, so_far: EpochSoFar) -> Result<(Sums, f64)> {
         let (cfg, t) = (self.cfg, &self.cfg.train);
+        let examples = self.examples(epoch);
+        let lengths: Vec<usize> = examples.iter().map(corpus::Example::len).collect();
         let batches =
-            plan_batches(&self.lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
+            plan_batches(&lengths, t.batch(), Some(cfg.seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
         let bar = if self.opts.quiet {
             crate::reporter::Silent.progress(0, "")
         } else {
@@ -190,7 +210,7 @@ where
         let seconds = |started: &Instant| so_far.seconds + started.elapsed().as_secs_f64();
         let mut sums = Sums { loss: so_far.loss_sum, tokens: so_far.tokens, sentences: so_far.sentences, lr: t.lr };
         for (b, ids) in batches.iter().enumerate().skip(so_far.batches) {
-            let batch = Batch::pad(&self.prep.train, ids);
+            let batch = Batch::pad(&examples, ids);
             let stepped = self.batch(epoch, b, batches.len(), &batch, &mut sums, bar.as_ref())?;
             bar.inc(1);
             bar.set_message(format!(
@@ -364,6 +384,11 @@ where
     }
 }
 
+/// The id of the `O` tag (what the curriculum's windows keep whole around).
+fn o_tag(prep: &Prepared) -> u32 {
+    prep.vocabs.tag_id(&corpus::Tag::O).unwrap_or(0)
+}
+
 /// Scores `dev` with the model as it is now, filling the row's dev
 /// columns; returns the metric the best model is chosen on: entity F1, or
 /// for extractive QA answer F1 (the Viterbi path can tag no span while the
@@ -376,14 +401,14 @@ fn score_dev<B: SeqBackend>(
     row: &mut EpochRow,
     device: &B::Device,
 ) -> Result<f64> {
-    let request = Request::tagging(cfg.data.windows()).with_confidence(dev.qa.is_some());
+    let request = Request::tagging(cfg.data.windows()).with_answers(dev.qa.is_some());
     let tagged = infer::tag(model, &prep.vocabs, &dev.encoded, &request, device)?.tagged;
     let r = infer::score_predictions(&dev.sentences, &tagged).report();
     row.dev_precision = r.overall.precision;
     row.dev_recall = r.overall.recall;
     row.dev_f1 = r.overall.f1;
     Ok(match &dev.qa {
-        Some(items) => crate::qa::score(items, &crate::qa::answers(items, &tagged, &prep.tags)).f1,
+        Some(items) => crate::qa::score(items, &crate::qa::answers(items, &tagged)).f1,
         None => r.overall.f1,
     })
 }

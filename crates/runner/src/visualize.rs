@@ -284,13 +284,15 @@ impl Drawing<'_> {
 pub fn pictures<B: SeqBackend>(
     run: &LoadedRun,
     tokens: &[String],
-    question: Option<&[String]>,
+    question: Option<&corpus::squad::QaItem>,
     label: &str,
     opts: &PictureOptions,
     device: &B::Device,
 ) -> Result<String> {
     let model = run.model::<B>(device)?;
-    let encoded = vec![run.vocabs.example(tokens, question, None, run.cfg.data.max_word_chars)];
+    let cues = question.map(|q| q.cues(run.vocabs.idf.as_ref()));
+    let asked = question.zip(cues.as_deref()).map(|(q, c)| (q.question.as_slice(), c));
+    let encoded = vec![run.vocabs.example(tokens, asked, None, run.cfg.data.max_word_chars)];
     let request = Request::tagging(Windows::NONE).with_attention();
     let tagged = infer::tag(&model, &run.vocabs, &encoded, &request, device)?.tagged.remove(0);
     let tags: Vec<String> = tagged.tags.iter().map(|t| t.to_string()).collect();

@@ -239,7 +239,7 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
                 format!("--sentence {n}: the {} split has {} sentences", args.split.as_str(), split.sentences.len())
             })?;
             // A QA context is read against its question.
-            let question = split.qa.as_ref().map(|items| items[n].question.clone());
+            let question = split.qa.as_ref().map(|items| items[n].clone());
             (s.tokens.clone(), question, format!("{} sentence {n}", args.split.as_str()))
         }
         (None, None) => anyhow::bail!("give --sentence N (of --split) or --text \"…\""),
@@ -260,7 +260,7 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
 struct VisualizeJob {
     run: LoadedRun,
     tokens: Vec<String>,
-    question: Option<Vec<String>>,
+    question: Option<corpus::squad::QaItem>,
     label: String,
     opts: PictureOptions,
 }
@@ -270,7 +270,7 @@ impl Job for VisualizeJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let (run, question) = (&self.run, self.question.as_deref());
+        let (run, question) = (&self.run, self.question.as_ref());
         let line = runner::visualize::pictures::<B::InnerBackend>(
             run,
             &self.tokens,
