@@ -528,7 +528,7 @@ impl<B: SeqBackend> Tagger<B> {
     }
 
     /// The decoder's outputs per token: tags, or 2 (pointer) / 4 (one-span CRF).
-    fn outputs(&self) -> usize {
+    pub fn outputs(&self) -> usize {
         self.emit.weight.dims()[1]
     }
 

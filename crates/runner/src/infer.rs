@@ -132,7 +132,8 @@ pub fn tag<B: SeqBackend>(
     request: &Request,
     device: &B::Device,
 ) -> anyhow::Result<TaggedSplit> {
-    let t = vocabs.tags.len();
+    // Scores per token: one per tag, or the span decoders' own (2 for the pointer).
+    let t = model.outputs();
     let pieces = Pieces::new(data, request.windows);
     // 1. Every window of every sentence through the encoder.
     let mut emitted = encode_pieces(model, &pieces, &request.batching, request.attention, t, device)?;
@@ -378,6 +379,36 @@ mod tests {
         for (e, t) in data.iter().zip(&cut.tagged) {
             assert_eq!(t.tags.len(), e.len());
             assert_eq!(t.attention.is_some(), e.len() <= 4);
+        }
+    }
+
+    /// A span decoder's answers come through the same path: windows
+    /// stitched, every sentence one answer span inside it, the tags its
+    /// path (the pointer's 2 scores per token are not tags).
+    #[test]
+    fn span_decoders_answer_every_question_through_windows() {
+        let (vocabs, data) = crate::testing::toy_qa_examples(12);
+        let device = Default::default();
+        for decoder in [encoders::DecoderKind::Pointer, encoders::DecoderKind::SpanCrf, encoders::DecoderKind::Crf] {
+            let mut cfg = crate::testing::small_config(EncoderKind::Attention, 0.0);
+            cfg.model.question = encoders::QuestionMode::Cross;
+            cfg.model.decoder = decoder;
+            cfg.model.features.cue_dim = 2;
+            cfg.model.features.aligned_dim = 4;
+            let model = build_model::<Flex>(&cfg, &vocabs, None, &device);
+            for windows in [Windows::NONE, Windows { max_len: 4, stride: 2 }] {
+                let request = Request::tagging(windows).with_answers(true).with_confidence(true);
+                let tagged = tag(&model, &vocabs, &data, &request, &device).unwrap().tagged;
+                for (e, t) in data.iter().zip(&tagged) {
+                    let span = t.span.expect("every question gets an answer");
+                    assert!(span.start <= span.end && span.end < e.len() && span.prob > 0.0 && span.prob <= 1.0);
+                    assert_eq!(t.tags.len(), e.len());
+                    let m = t.marginals.as_ref().unwrap();
+                    for row in m.chunks(vocabs.tags.len()) {
+                        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-3, "{decoder:?}: {row:?}");
+                    }
+                }
+            }
         }
     }
 }

@@ -290,6 +290,10 @@ pub struct EvalArgs {
     /// Step between windows (overrides data.stride; default max_len/2).
     #[arg(long)]
     pub stride: Option<usize>,
+    /// QA runs: read each context against another context's question (the
+    /// question-shuffle ablation; the gold answers stay with their context).
+    #[arg(long)]
+    pub shuffle_questions: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -78,7 +78,15 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
     run.set_windows(args.max_len, args.stride);
     let split = run.split_with_answers(args.data.as_deref(), args.split)?;
-    dispatch(args.device, EvalJob { run, split: split.sentences, answers: split.qa, json: args.json })
+    let answers = match (split.qa, args.shuffle_questions) {
+        (Some(items), true) => {
+            eprintln!("question-shuffle ablation: each context is read against another context's question");
+            Some(runner::qa::shuffled_questions(&items))
+        }
+        (None, true) => anyhow::bail!("--shuffle-questions needs a QA run (this run tags sentences)"),
+        (answers, false) => answers,
+    };
+    dispatch(args.device, EvalJob { run, split: split.sentences, answers, json: args.json })
 }
 
 struct EvalJob {
