@@ -31,8 +31,8 @@ train-attention-relative DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
 
 # Extractive QA (SQuAD v1.1) as tagging. DATA is a folder with SQuAD-format
-# train.json/dev.json and a tokenizer.json; the default is the official dev
-# file split by article (38 train / 10 held out), made on first use.
+# train.json/dev.json (test.json) and a tokenizer.json; the default is the
+# official dev file split by article (34 train / 4 dev / 10 test), made on first use.
 # Self-attention over question [SEP] context.
 train-qa-self DATA=squad *ARGS: (_qa DATA)
     {{seqlab}} train --config experiments/configs/qa-concat-self.toml --data {{DATA}} {{ARGS}}
@@ -44,6 +44,11 @@ train-qa-cross DATA=squad *ARGS: (_qa DATA)
 # BiLSTM over question [SEP] context.
 train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
     {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} {{ARGS}}
+
+# No-learning baselines (sliding window, best sentence, nearest words, random
+# span) on DATA's test split, scored with its metric.
+qa-baseline DATA=squad: (_qa DATA)
+    {{seqlab}} qa baseline --data {{DATA}} --split test
 
 # The three QA taggers × seeds 1, 2, 3 (runs in experiments/runs/qa-*), then compare.
 qa-experiments DATA=squad: (_qa DATA)
@@ -110,7 +115,9 @@ bench: bench-crf bench-attention bench-memory bench-throughput
 _data DATA:
     @if [ "{{DATA}}" = "{{toy}}" ] && [ ! -e "{{toy}}/dataset.toml" ]; then {{seqlab}} data toy --out {{toy}}; fi
 
-# Split the shared SQuAD v1.1 dev file and train a tokenizer when DATA is the default and missing.
+# Split the shared SQuAD v1.1 dev file (train/dev/test by article) and train a
+# tokenizer when DATA is the default and missing; a split from before test.json
+# existed is redone, and its tokenizer with it.
 _qa DATA:
-    @if [ "{{DATA}}" = "{{squad}}" ] && [ ! -e "{{squad}}/train.json" ]; then {{seqlab}} data split-qa ../shared/datasets/squad11/dev-v1.1.json --out {{squad}}; fi
+    @if [ "{{DATA}}" = "{{squad}}" ] && [ ! -e "{{squad}}/test.json" ]; then {{seqlab}} data split-qa ../shared/datasets/squad11/dev-v1.1.json --held-out 10 --dev 4 --out {{squad}} && rm -f {{squad}}/tokenizer.json; fi
     @if [ ! -e "{{DATA}}/tokenizer.json" ]; then {{seqlab}} tokenizer train --data {{DATA}} --vocab-size 16000 --out {{DATA}}/tokenizer.json; fi

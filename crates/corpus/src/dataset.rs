@@ -10,6 +10,7 @@
 //! scheme = "iob1"        # iob1 | bio | bioes | bmes; detected when absent
 //! token_column = 0       # 0-based; negative counts from the end
 //! tag_column = -1        # the last column
+//! qa_metric = "cmrc"     # QA folders: squad | cmrc; detected when absent
 //! ```
 //!
 //! Without `dataset.toml`, file names are matched (case-insensitively):
@@ -18,9 +19,10 @@
 
 use crate::error::{CorpusError, Result};
 use crate::io::read_text;
+use crate::qa_metric::QaMetric;
 use crate::reader::{parse_tagged, Columns, Sentence};
 use crate::split::classify;
-use crate::squad::{qa_files, read_qa, Answers, QaItem, Tokenize};
+use crate::squad::{qa_files, qa_sentences, Answers, QaItem, SquadFile, Tokenize};
 use crate::tags::Scheme;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -49,6 +51,9 @@ pub struct DatasetToml {
     pub token_column: Option<isize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag_column: Option<isize>,
+    /// Question-answering folders: the answer metric (`squad` or `cmrc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qa_metric: Option<QaMetric>,
 }
 
 impl DatasetToml {
@@ -223,24 +228,53 @@ impl Dataset {
     /// Reads a question-answering folder (SQuAD-format `train.json`,
     /// `dev.json`, `test.json`; see [`crate::squad::qa_sentences`]), its
     /// texts cut into sub-tokens by `tokenize`. Tags are BIO (`B-ANS`, `I-ANS`).
+    /// [`Dataset::load_qa_info`] also says which metric scores it and what
+    /// reading it repaired.
     pub fn load_qa(dir: &Path, tokenize: Tokenize) -> Result<Dataset> {
+        Ok(Self::load_qa_info(dir, tokenize)?.0)
+    }
+
+    /// [`Dataset::load_qa`], and what else the folder says: its answer
+    /// metric (`qa_metric` in `dataset.toml`, else detected from the
+    /// contexts), how many answer offsets each split's file had repaired,
+    /// and notes for people about both.
+    pub fn load_qa_info(dir: &Path, tokenize: Tokenize) -> Result<(Dataset, QaInfo)> {
         let files = qa_files(dir).ok_or_else(|| {
             CorpusError::file(dir, "no question-answering files: expected *train*.json, *dev*.json or *test*.json")
         })?;
-        let splits = load_qa_splits(dir, &files, tokenize)?;
-        let name = dir
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
-            .unwrap_or_else(|| "qa".into());
-        Ok(Dataset {
+        let (splits, repaired) = load_qa_splits(dir, &files, tokenize)?;
+        let contexts = splits.iter().flat_map(|s| s.qa.iter().flatten()).map(|i| &*i.context);
+        let choice = qa_metric_of(dir, contexts)?;
+        let mut notes: Vec<String> = repaired
+            .iter()
+            .filter(|(_, _, n)| *n > 0)
+            .map(|(_, path, n)| {
+                let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+                if *n == 1 {
+                    format!("{name}: 1 answer's offset repaired to the nearest occurrence of its text")
+                } else {
+                    format!("{name}: {n} answers' offsets repaired to the nearest occurrence of their text")
+                }
+            })
+            .collect();
+        notes.push(choice.note());
+        let spec = read_spec(dir)?;
+        let name = spec.name.clone().unwrap_or_else(|| {
+            dir.canonicalize()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+                .unwrap_or_else(|| "qa".into())
+        });
+        let dataset = Dataset {
             name,
             dir: dir.to_path_buf(),
             scheme: Scheme::Iob2,
             scheme_declared: true,
             columns: Columns::default(),
             splits,
-        })
+        };
+        let repaired = repaired.into_iter().map(|(split, _, n)| (split, n)).collect();
+        Ok((dataset, QaInfo { metric: choice.metric, metric_declared: choice.declared, repaired, notes }))
     }
 
     /// Whether the sentences come with questions (a QA dataset).
@@ -276,11 +310,79 @@ impl Dataset {
     }
 }
 
+/// What [`Dataset::load_qa_info`] finds besides the splits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QaInfo {
+    /// The metric that scores the folder's answers.
+    pub metric: QaMetric,
+    /// Whether `dataset.toml` names it (else it was detected).
+    pub metric_declared: bool,
+    /// Per split, the first answers whose offsets were repaired
+    /// ([`SquadFile::repaired`]).
+    pub repaired: Vec<(SplitName, usize)>,
+    /// For people: repairs per file, and which metric and why.
+    pub notes: Vec<String>,
+}
+
+/// A folder's answer metric and where it came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MetricChoice {
+    pub metric: QaMetric,
+    /// `qa_metric` in `dataset.toml`.
+    pub declared: bool,
+    /// The share of CJK characters in the contexts (when detected).
+    pub cjk_share: f64,
+}
+
+impl MetricChoice {
+    /// "answers are scored with …" and why.
+    pub fn note(&self) -> String {
+        let why = if self.declared {
+            format!("{DATASET_TOML}: qa_metric = \"{}\"", self.metric.key())
+        } else {
+            format!(
+                "detected: {:.0}% of the context characters are CJK, the threshold is {:.0}%",
+                100.0 * self.cjk_share,
+                100.0 * crate::qa_metric::CJK_SHARE
+            )
+        };
+        format!("answers are scored with the {} metric ({why})", self.metric.name())
+    }
+}
+
+/// `dataset.toml` of a folder, or every key unset when there is none.
+fn read_spec(dir: &Path) -> Result<DatasetToml> {
+    let path = dir.join(DATASET_TOML);
+    if path.is_file() {
+        DatasetToml::read(&path)
+    } else {
+        Ok(DatasetToml::default())
+    }
+}
+
+/// The answer metric of the QA folder `dir`: `qa_metric` in its
+/// `dataset.toml`, else [`QaMetric::detect`] on `contexts`.
+pub fn qa_metric_of<'a>(dir: &Path, contexts: impl IntoIterator<Item = &'a str>) -> Result<MetricChoice> {
+    let spec = read_spec(dir)?;
+    Ok(match spec.qa_metric {
+        Some(metric) => MetricChoice { metric, declared: true, cjk_share: f64::NAN },
+        None => {
+            let (metric, cjk_share) = QaMetric::detect(contexts);
+            MetricChoice { metric, declared: false, cjk_share }
+        }
+    })
+}
+
 /// Reads the SQuAD files of `files` into QA splits (see
-/// [`crate::squad::qa_sentences`]);
-/// two files for one split is an error.
-fn load_qa_splits(dir: &Path, files: &[(SplitName, PathBuf)], tokenize: Tokenize) -> Result<Vec<Split>> {
+/// [`crate::squad::qa_sentences`]), each with its file and how many
+/// answer offsets reading it repaired; two files for one split is an error.
+fn load_qa_splits(
+    dir: &Path,
+    files: &[(SplitName, PathBuf)],
+    tokenize: Tokenize,
+) -> Result<(Vec<Split>, Vec<(SplitName, PathBuf, usize)>)> {
     let mut splits: Vec<Split> = Vec::new();
+    let mut repaired = Vec::new();
     for (name, path) in files {
         if let Some(other) = splits.iter().find(|s| s.name == *name) {
             return Err(CorpusError::file(
@@ -294,15 +396,18 @@ fn load_qa_splits(dir: &Path, files: &[(SplitName, PathBuf)], tokenize: Tokenize
             ));
         }
         let text = read_text(path)?;
-        let (sentences, items) = read_qa(path, &text, tokenize, Answers::Required)?;
+        let file = SquadFile::parse_with(path, &text, Answers::Required)?;
+        let (sentences, items) = qa_sentences(path, &text, &file, tokenize, Answers::Required)?;
         splits.push(Split { name: *name, path: path.clone(), sentences, qa: Some(items) });
+        repaired.push((*name, path.clone(), file.repaired));
     }
-    Ok(splits)
+    Ok((splits, repaired))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tags::{Prefix, Tag};
 
     fn write(dir: &Path, name: &str, text: &str) {
         std::fs::write(dir.join(name), text).unwrap();
@@ -368,6 +473,67 @@ mod tests {
         let e = tempfile::tempdir().unwrap();
         let err = Dataset::load(e.path()).unwrap_err().to_string();
         assert!(err.contains("no data files"), "{err}");
+    }
+
+    /// A SQuAD-format file of one article with the given paragraphs
+    /// (context, question, answer, offset).
+    fn squad(paragraphs: &[(&str, &str, &str, i64)]) -> String {
+        let ps: Vec<String> = paragraphs
+            .iter()
+            .enumerate()
+            .map(|(i, (c, q, a, at))| {
+                format!(
+                    "{{\"context\": {c:?}, \"qas\": [{{\"id\": \"q{i}\", \"question\": {q:?},\n \"answers\": [{{\"text\": {a:?}, \"answer_start\": {at}}}]}}]}}"
+                )
+            })
+            .collect();
+        format!("{{\"data\": [{{\"title\": \"T\", \"paragraphs\": [\n{}]}}]}}", ps.join(",\n"))
+    }
+
+    fn words(t: &str) -> std::result::Result<Vec<crate::squad::Piece>, String> {
+        Ok(crate::squad::words(t))
+    }
+
+    #[test]
+    fn chinese_qa_folder_gets_the_cmrc_metric_and_repairs_are_noted() {
+        let d = tempfile::tempdir().unwrap();
+        let train = [("北京是中国的首都。", "中国的首都是哪里？", "北京", 0), ("上海在中国东部。", "上海在哪里？", "中国东部", -1)];
+        write(d.path(), "train.json", &squad(&train));
+        write(d.path(), "dev.json", &squad(&[("长江是中国最长的河流。", "中国最长的河流是什么？", "长江", 2)]));
+        let (ds, info) = Dataset::load_qa_info(d.path(), &words).unwrap();
+        assert_eq!((info.metric, info.metric_declared), (QaMetric::Cmrc, false));
+        assert_eq!(info.repaired, [(SplitName::Train, 1), (SplitName::Dev, 1)]);
+        assert_eq!(info.notes[0], "train.json: 1 answer's offset repaired to the nearest occurrence of its text");
+        assert!(info.notes[2].contains("CMRC 2018") && info.notes[2].contains("detected"), "{:?}", info.notes);
+        // The repaired offsets tag the right characters.
+        let dev = ds.split(SplitName::Dev).unwrap();
+        let ans = |p| Tag::new(p, "ANS");
+        assert_eq!(dev.sentences[0].tags[..3], [ans(Prefix::B), ans(Prefix::I), Tag::O]);
+        assert_eq!(Dataset::load_qa(d.path(), &words).unwrap().splits.len(), 2);
+    }
+
+    #[test]
+    fn dataset_toml_names_the_qa_metric_and_english_is_detected_as_squad() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "train.json", &squad(&[("The Normans came.", "Who came?", "Normans", 4)]));
+        let (_, info) = Dataset::load_qa_info(d.path(), &words).unwrap();
+        assert_eq!((info.metric, info.metric_declared, info.notes.len()), (QaMetric::Squad, false, 1));
+        write(d.path(), DATASET_TOML, "qa_metric = \"cmrc\"\n");
+        let (_, info) = Dataset::load_qa_info(d.path(), &words).unwrap();
+        assert_eq!((info.metric, info.metric_declared), (QaMetric::Cmrc, true));
+        assert!(info.notes[0].contains("qa_metric = \"cmrc\""), "{:?}", info.notes);
+        write(d.path(), DATASET_TOML, "name = \"x\"\nqa_metric = \"bleu\"\n");
+        let e = Dataset::load_qa_info(d.path(), &words).unwrap_err().to_string();
+        assert!(e.contains("dataset.toml:2:") && e.contains("squad") && e.contains("cmrc"), "{e}");
+    }
+
+    #[test]
+    fn an_answer_missing_from_its_context_names_the_file_line_and_question() {
+        let d = tempfile::tempdir().unwrap();
+        let text = squad(&[("The Normans came.", "Who came?", "Normans", 4), ("It rained.", "What?", "snow", -1)]);
+        write(d.path(), "train.json", &text);
+        let e = Dataset::load_qa_info(d.path(), &words).unwrap_err().to_string();
+        assert!(e.contains("train.json:4:") && e.contains("question q1") && e.contains("\"snow\""), "{e}");
     }
 
     #[test]

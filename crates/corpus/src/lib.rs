@@ -5,13 +5,17 @@
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
 //! [`stats`] describes one. [`squad`] reads extractive-QA data (SQuAD
-//! JSON) and scores answers with the official exact match and token F1.
+//! JSON) and scores answers with the official exact match and token F1;
+//! [`qa_metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
+//! [`qa_baseline`] answers without learning (sliding window, best sentence).
 
 pub mod batch;
 pub mod cues;
 pub mod dataset;
 pub mod error;
 pub mod io;
+pub mod qa_baseline;
+pub mod qa_metric;
 pub mod reader;
 pub mod score;
 pub mod split;

@@ -24,6 +24,11 @@ pub struct SquadFile {
     #[serde(default)]
     pub version: String,
     pub data: Vec<Article>,
+    /// How many first answers [`SquadFile::parse_with`] moved to the
+    /// nearest occurrence of their text (their offset disagreed with the
+    /// context); not part of the file.
+    #[serde(skip)]
+    pub repaired: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,8 +55,53 @@ pub struct Question {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub text: String,
-    /// Character offset of the answer in the context.
+    /// Character offset of the answer in the context. A negative offset in
+    /// the file (DrQA-style files write -1 for "unknown") reads as
+    /// [`NO_OFFSET`] and is written back as -1. After
+    /// [`SquadFile::parse_with`], a question's first answer is always where
+    /// this says; the others (used only for scoring) may be anywhere.
+    #[serde(with = "offset")]
     pub answer_start: usize,
+}
+
+/// `answer_start` of an answer whose file gave a negative offset.
+pub const NO_OFFSET: usize = usize::MAX;
+
+/// `answer_start` as the files write it: a non-negative number, or a
+/// negative one for "unknown" ([`NO_OFFSET`], written as -1).
+mod offset {
+    use super::NO_OFFSET;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &usize, s: S) -> Result<S::Ok, S::Error> {
+        if *v == NO_OFFSET {
+            s.serialize_i64(-1)
+        } else {
+            s.serialize_u64(*v as u64)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        d.deserialize_i64(Offset)
+    }
+
+    struct Offset;
+
+    impl serde::de::Visitor<'_> for Offset {
+        type Value = usize;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a character offset (an integer, negative for none)")
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<usize, E> {
+            Ok(usize::try_from(v).unwrap_or(NO_OFFSET))
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<usize, E> {
+            usize::try_from(v).ok().filter(|&v| v != NO_OFFSET).ok_or_else(|| E::custom(format!("offset {v} is too large")))
+        }
+    }
 }
 
 /// Counts of a SQuAD file.
@@ -64,9 +114,13 @@ pub struct SquadStats {
 }
 
 impl SquadFile {
-    /// Reads and checks a SQuAD-format file: JSON errors name the line;
-    /// an answer whose offset and text disagree with its context names the
-    /// question id and the line where that id is written.
+    /// Reads and checks a SQuAD-format file: JSON errors name the line.
+    /// A question's first answer (the one training tags) whose offset
+    /// disagrees with its context is moved to the nearest occurrence of its
+    /// text (counted in [`SquadFile::repaired`]); one whose text is not in
+    /// the context at all is an error naming the question id and the line
+    /// where that id is written. The other answers are only compared as
+    /// text, so their offsets are not checked.
     pub fn read(path: &Path) -> Result<SquadFile> {
         let text = read_text(path)?;
         Self::parse(path, &text)
@@ -80,44 +134,46 @@ impl SquadFile {
     /// [`SquadFile::parse`], with questions that have no answer allowed
     /// (input to answer, not training or scoring data) when `answers` says so.
     pub fn parse_with(path: &Path, text: &str, answers: Answers) -> Result<SquadFile> {
-        let file: SquadFile = serde_json::from_str(text).map_err(|e| crate::vocab::json_error(path, &e))?;
+        let mut file: SquadFile = serde_json::from_str(text).map_err(|e| crate::vocab::json_error(path, &e))?;
         let line_of = |id: &str| {
             let needle = serde_json::to_string(id).unwrap_or_default();
             text.find(&needle).map_or(1, |at| text[..at].matches('\n').count() + 1)
         };
-        for article in &file.data {
-            for p in &article.paragraphs {
-                let chars: Vec<char> = p.context.chars().collect();
-                for q in &p.qas {
-                    if q.answers.is_empty() && answers == Answers::Required {
+        let mut repaired = 0;
+        for p in file.data.iter_mut().flat_map(|a| a.paragraphs.iter_mut()) {
+            let chars: Vec<char> = p.context.chars().collect();
+            for q in &mut p.qas {
+                if q.answers.is_empty() && answers == Answers::Required {
+                    return Err(CorpusError::at(
+                        path,
+                        line_of(&q.id),
+                        format!("question {} has no answer (SQuAD v1.1 questions have at least one)", q.id),
+                    ));
+                }
+                let Some(first) = q.answers.first_mut() else { continue };
+                match repair_offset(&chars, first) {
+                    Some(moved) => repaired += usize::from(moved),
+                    None => {
+                        let given = if first.answer_start == NO_OFFSET {
+                            "no offset".to_string()
+                        } else {
+                            format!("offset {}", first.answer_start)
+                        };
                         return Err(CorpusError::at(
                             path,
                             line_of(&q.id),
-                            format!("question {} has no answer (SQuAD v1.1 questions have at least one)", q.id),
+                            format!(
+                                "question {}: expected its first answer {:?} ({given}) in its context ({} characters), which does not contain that text",
+                                q.id,
+                                first.text,
+                                chars.len()
+                            ),
                         ));
-                    }
-                    for a in &q.answers {
-                        let n = a.text.chars().count();
-                        let found: Option<String> =
-                            chars.get(a.answer_start..a.answer_start + n).map(|s| s.iter().collect());
-                        if found.as_deref() != Some(a.text.as_str()) {
-                            return Err(CorpusError::at(
-                                path,
-                                line_of(&q.id),
-                                format!(
-                                    "question {}: expected the answer {:?} at character {} of its context ({} characters), found {:?}",
-                                    q.id,
-                                    a.text,
-                                    a.answer_start,
-                                    chars.len(),
-                                    found.unwrap_or_default()
-                                ),
-                            ));
-                        }
                     }
                 }
             }
         }
+        file.repaired = repaired;
         Ok(file)
     }
 
@@ -153,9 +209,36 @@ impl SquadFile {
         let part = |keep: &dyn Fn(usize) -> bool| SquadFile {
             version: self.version.clone(),
             data: (0..self.data.len()).filter(|&i| keep(i)).map(|i| self.data[i].clone()).collect(),
+            repaired: 0,
         };
         (part(&|i| held.binary_search(&i).is_err()), part(&|i| held.binary_search(&i).is_ok()))
     }
+
+    /// Train, dev and test parts by article: test is what
+    /// [`SquadFile::split_by_article`] holds out (`test` articles), dev the
+    /// `dev` articles the same rule holds out of the rest, train the rest
+    /// (each in file order). No article is in two parts.
+    pub fn split_train_dev_test(&self, test: usize, dev: usize) -> (SquadFile, SquadFile, SquadFile) {
+        let (rest, test) = self.split_by_article(test);
+        let (train, dev) = rest.split_by_article(dev);
+        (train, dev, test)
+    }
+}
+
+/// Checks that `answer` is where its offset says in `chars`; if not, moves
+/// it to the nearest occurrence of its text (the first one when it has
+/// [`NO_OFFSET`]). `Some(moved)`, or `None` when the text does not occur.
+fn repair_offset(chars: &[char], answer: &mut Answer) -> Option<bool> {
+    let text: Vec<char> = answer.text.chars().collect();
+    let at = |s: usize| s.checked_add(text.len()).and_then(|e| chars.get(s..e)) == Some(text.as_slice());
+    if at(answer.answer_start) {
+        return Some(false);
+    }
+    let starts = (0..=chars.len().checked_sub(text.len())?).filter(|&s| at(s));
+    let near = answer.answer_start;
+    let best = if near == NO_OFFSET { starts.min() } else { starts.min_by_key(|&s| (s.abs_diff(near), s)) };
+    answer.answer_start = best?;
+    Some(true)
 }
 
 /// The official SQuAD v1.1 normalisation: lowercase, drop ASCII
@@ -327,7 +410,7 @@ pub fn span_text(context: &str, offsets: &[(usize, usize)], first: usize, last: 
 
 /// Characters BERT's basic tokenizer splits one by one (CJK ideographs):
 /// each is a word of its own.
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
         | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
@@ -353,6 +436,40 @@ pub fn whole_words(context: &str, offsets: &[(usize, usize)], first: usize, last
         last += 1;
     }
     (first, last)
+}
+
+/// Words of a text with their character offsets, for methods that read
+/// words rather than sub-tokens (the baselines of [`crate::qa_baseline`]):
+/// runs of letters and digits (a `.` or `,` between two digits stays
+/// inside: "1,000", "3.5"), each CJK character alone, and each other
+/// character that is not whitespace alone (punctuation).
+pub fn words(text: &str) -> Vec<Piece> {
+    let chars: Vec<char> = text.chars().collect();
+    let word = |c: char| c.is_alphanumeric() && !is_cjk(c);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let start = i;
+        i += 1;
+        if c.is_whitespace() {
+            continue;
+        }
+        if word(c) {
+            while i < chars.len() {
+                let joins = matches!(chars[i], '.' | ',')
+                    && chars[i - 1].is_ascii_digit()
+                    && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit());
+                if word(chars[i]) || joins {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        out.push(Piece { text: chars[start..i].iter().collect(), start, end: i });
+    }
+    out
 }
 
 /// A SQuAD-format file's text as QA sentences: [`SquadFile::parse_with`]
@@ -402,7 +519,7 @@ pub fn qa_sentences(
                     (None, Answers::Optional) => vec![Tag::O; offsets.len()],
                     (None, Answers::Required) => return Err(fail("no answer".into())),
                     (Some(first), _) => {
-                        let end = first.answer_start + first.text.chars().count();
+                        let end = first.answer_start.saturating_add(first.text.chars().count());
                         answer_tags(&offsets, first.answer_start, end).ok_or_else(|| {
                             fail(format!(
                                 "no token of the tokenized context covers the answer {:?} (characters {}..{end})",
@@ -469,16 +586,108 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_offset_names_the_question_and_its_line() {
-        let bad = FIXTURE.replace("\"answer_start\": 53", "\"answer_start\": 50");
-        let e = SquadFile::parse(Path::new("dev.json"), &bad).unwrap_err().to_string();
-        assert!(e.starts_with("dev.json:6:") && e.contains("question q2") && e.contains("\"France\""), "{e}");
-        let bad = FIXTURE.replace("\"answer_start\": 53", "\"answer_start\": 5300");
-        assert!(SquadFile::parse(Path::new("dev.json"), &bad).is_err());
+    fn bad_json_names_the_file_and_line() {
         let e = SquadFile::parse(Path::new("dev.json"), &FIXTURE.replace("\"qas\"", "\"qs\"")).unwrap_err();
         assert!(e.to_string().starts_with("dev.json:") && e.to_string().contains("qas"), "{e}");
         let e = SquadFile::parse(Path::new("dev.json"), "{\"data\": [\n{\"title\": 3}]}").unwrap_err();
         assert!(e.to_string().starts_with("dev.json:2:"), "{e}");
+        // An offset that is not an integer is still a JSON error.
+        let e = SquadFile::parse(Path::new("dev.json"), &FIXTURE.replace(": 53}", ": \"53\"}")).unwrap_err();
+        assert!(e.to_string().starts_with("dev.json:7:") && e.to_string().contains("expected a character offset"), "{e}");
+    }
+
+    /// Words of the test texts: runs of letters and digits.
+    fn alnum_pieces(t: &str) -> std::result::Result<Vec<Piece>, String> {
+        Ok(words(t).into_iter().filter(|p| p.text.chars().all(char::is_alphanumeric)).collect())
+    }
+
+    #[test]
+    fn a_first_answer_at_offset_minus_one_moves_to_the_first_occurrence_and_is_counted() {
+        let text = FIXTURE.replace("\"answer_start\": 53", "\"answer_start\": -1");
+        let f = SquadFile::parse(Path::new("dev.json"), &text).unwrap();
+        assert_eq!(f.data[0].paragraphs[0].qas[1].answers[0].answer_start, 53);
+        assert_eq!(f.repaired, 1);
+        assert_eq!(SquadFile::parse(Path::new("dev.json"), FIXTURE).unwrap().repaired, 0);
+        // Tags follow the repaired offset.
+        let (sentences, items) = qa_sentences(Path::new("dev.json"), &text, &f, &alnum_pieces, Answers::Required).unwrap();
+        let spans = crate::tags::Scheme::Iob2.decode(&sentences[1].tags);
+        assert_eq!(span_text(&items[1].context, &items[1].offsets, spans[0].start, spans[0].end - 1), "France");
+    }
+
+    #[test]
+    fn a_first_answer_off_by_two_is_repaired() {
+        for wrong in ["51", "55"] {
+            let text = FIXTURE.replace("\"answer_start\": 53", &format!("\"answer_start\": {wrong}"));
+            let f = SquadFile::parse(Path::new("dev.json"), &text).unwrap();
+            assert_eq!(f.data[0].paragraphs[0].qas[1].answers[0].answer_start, 53, "{wrong}");
+            assert_eq!(f.repaired, 1);
+        }
+    }
+
+    #[test]
+    fn a_repaired_offset_goes_to_the_nearest_occurrence() {
+        // "Paris" at characters 0, 14 and 28.
+        let file = |start: &str| {
+            format!(
+                r#"{{"data": [{{"title": "P", "paragraphs": [{{"context": "Paris is big. Paris is old. Paris is far.",
+                "qas": [{{"id": "p1", "question": "Where?", "answers": [{{"text": "Paris", "answer_start": {start}}}]}}]}}]}}]}}"#
+            )
+        };
+        let at = |start: &str| {
+            let f = SquadFile::parse(Path::new("p.json"), &file(start)).unwrap();
+            (f.data[0].paragraphs[0].qas[0].answers[0].answer_start, f.repaired)
+        };
+        assert_eq!(at("14"), (14, 0), "a right offset stays");
+        assert_eq!(at("12"), (14, 1), "2 away from 14, 12 from 0");
+        assert_eq!(at("25"), (28, 1), "3 away from 28, 11 from 14");
+        assert_eq!(at("7"), (0, 1), "a tie goes to the earlier occurrence");
+        assert_eq!(at("-1"), (0, 1), "no offset: the first occurrence");
+        assert_eq!(at("9000"), (28, 1), "past the end: the last occurrence");
+    }
+
+    #[test]
+    fn a_first_answer_whose_text_is_not_in_the_context_names_file_line_and_id() {
+        let text = FIXTURE.replace("{\"text\": \"France\", \"answer_start\": 53}", "{\"text\": \"Germany\", \"answer_start\": 53}");
+        let e = SquadFile::parse(Path::new("dev.json"), &text).unwrap_err().to_string();
+        assert!(e.starts_with("dev.json:6:") && e.contains("question q2") && e.contains("\"Germany\""), "{e}");
+        assert!(e.contains("does not contain"), "{e}");
+        // Also when the offset is -1.
+        let text = text.replace("\"Germany\", \"answer_start\": 53", "\"Germany\", \"answer_start\": -1");
+        let e = SquadFile::parse(Path::new("dev.json"), &text).unwrap_err().to_string();
+        assert!(e.starts_with("dev.json:6:") && e.contains("question q2") && e.contains("no offset"), "{e}");
+    }
+
+    #[test]
+    fn later_answers_need_no_offset_and_minus_one_is_written_back() {
+        // q1's second answer: offset -1; q2 gets a second answer at a wrong
+        // offset and a third whose text is not even in the context.
+        let text = FIXTURE.replace("{\"text\": \"Normans\", \"answer_start\": 4}", "{\"text\": \"Normans\", \"answer_start\": -1}").replace(
+            "[{\"text\": \"France\", \"answer_start\": 53}]",
+            "[{\"text\": \"France\", \"answer_start\": 53}, {\"text\": \"France\", \"answer_start\": 2}, {\"text\": \"in Europe\", \"answer_start\": 7}]",
+        );
+        let f = SquadFile::parse(Path::new("dev.json"), &text).unwrap();
+        assert_eq!(f.repaired, 0, "only first answers are repaired");
+        let q1 = &f.data[0].paragraphs[0].qas[0];
+        assert_eq!(q1.answers[1].answer_start, NO_OFFSET);
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(json.contains(r#"{"text":"Normans","answer_start":-1}"#), "{json}");
+        assert!(json.contains(r#"{"text":"in Europe","answer_start":7}"#), "{json}");
+        // A good file is written as it was read (no extra keys).
+        let good = serde_json::to_string(&SquadFile::parse(Path::new("dev.json"), FIXTURE).unwrap()).unwrap();
+        let expect: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&good).unwrap(), expect);
+        // The extra answers are still gold answers to score against.
+        let (_, items) = read_qa(Path::new("dev.json"), &text, &alnum_pieces, Answers::Required).unwrap();
+        assert_eq!(items[1].answers, ["France", "France", "in Europe"]);
+    }
+
+    #[test]
+    fn words_keep_numbers_and_split_punctuation_and_cjk() {
+        let w = |t: &str| words(t).into_iter().map(|p| p.text).collect::<Vec<_>>();
+        assert_eq!(w("In 1,000.5 years, Tesla's U.S."), ["In", "1,000.5", "years", ",", "Tesla", "'", "s", "U", ".", "S", "."]);
+        assert_eq!(w("北京是 2008年"), ["北", "京", "是", "2008", "年"]);
+        let p = &words("a  bc")[1];
+        assert_eq!((p.start, p.end), (3, 5));
     }
 
     #[test]
@@ -491,21 +700,7 @@ mod tests {
         let e = SquadFile::parse(Path::new("q.json"), &text).unwrap_err().to_string();
         assert!(e.starts_with("q.json:6:") && e.contains("question q2 has no answer"), "{e}");
         let file = SquadFile::parse_with(Path::new("q.json"), &text, Answers::Optional).unwrap();
-        let tokenize = |t: &str| -> std::result::Result<Vec<Piece>, String> {
-            let mut pieces = Vec::new();
-            let mut start = None;
-            for (i, c) in t.chars().chain(std::iter::once(' ')).enumerate() {
-                match (c.is_alphanumeric(), start) {
-                    (true, None) => start = Some(i),
-                    (false, Some(s)) => {
-                        pieces.push(Piece { text: t.chars().skip(s).take(i - s).collect(), start: s, end: i });
-                        start = None;
-                    }
-                    _ => {}
-                }
-            }
-            Ok(pieces)
-        };
+        let tokenize = alnum_pieces;
         let (sentences, items) = qa_sentences(Path::new("q.json"), &text, &file, &tokenize, Answers::Optional).unwrap();
         assert_eq!(items.iter().map(|i| i.answers.len()).collect::<Vec<_>>(), [2, 0, 0]);
         assert!(sentences[0].tags.iter().any(|t| *t != Tag::O), "q1 keeps its gold span");
@@ -550,6 +745,17 @@ mod tests {
         a.sort();
         b.sort();
         assert_eq!(a, b);
+        // Three parts: test is what split_by_article holds out, dev comes
+        // from the rest, no article in two parts, none lost.
+        let (train, dev, test) = f.split_train_dev_test(3, 2);
+        assert_eq!((train.data.len(), dev.data.len(), test.data.len()), (5, 2, 3));
+        assert_eq!(titles(&test), titles(&held));
+        let mut all: Vec<String> = [&train, &dev, &test].iter().flat_map(|p| titles(p)).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), f.data.len(), "every article in exactly one part");
+        let (_, dev0, _) = f.split_train_dev_test(3, 0);
+        assert!(dev0.data.is_empty());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The real `seqlab` binary: `score`, `data toy`, `data stats`.
+//! The real `seqlab` binary: `score`, `data toy`, `data stats`, `data split-qa`, `qa baseline`.
 
 use std::path::Path;
 use std::process::Output;
@@ -85,24 +85,75 @@ fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
     };
     let articles: Vec<String> = (0..6).map(|i| article(&format!("A{i}"))).collect();
     let input = d.path().join("qa.json");
-    std::fs::write(&input, format!("{{\"version\": \"1.1\", \"data\": [\n{}]}}", articles.join(",\n"))).unwrap();
+    // A1's offset is off by one: repaired, and written repaired.
+    let text = format!("{{\"version\": \"1.1\", \"data\": [\n{}]}}", articles.join(",\n"));
+    std::fs::write(&input, text.replace("A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 4", "A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 5")).unwrap();
     let out = d.path().join("split");
-    let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--out", out.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("train.json: 4 articles, 4 paragraphs, 4 questions, 4 answers"), "{text}");
-    assert!(text.contains("dev.json: 2 articles"), "{text}");
+    let args = ["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--dev", "1", "--out", out.to_str().unwrap()];
+    let text = stdout(&seqlab(&args));
+    assert!(text.contains("qa.json: 1 answers' offsets repaired"), "{text}");
+    assert!(text.contains("train.json: 3 articles, 3 paragraphs, 3 questions, 3 answers"), "{text}");
+    assert!(text.contains("dev.json: 1 articles, 1 paragraphs, 1 questions"), "{text}");
+    assert!(text.contains("test.json: 2 articles"), "{text}");
     let titles = |name: &str| -> Vec<String> {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap();
         v["data"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap().to_string()).collect()
     };
-    let (train, dev) = (titles("train.json"), titles("dev.json"));
-    assert!(dev.iter().all(|t| !train.contains(t)));
-    // A moved answer offset: the error names the file, the line and the question.
-    std::fs::write(&input, format!("{{\"data\": [\n{},\n{}]}}", articles[0], articles[1].replace(": 4}", ": 5}")))
+    let (train, dev, test) = (titles("train.json"), titles("dev.json"), titles("test.json"));
+    let mut all: Vec<&String> = train.iter().chain(&dev).chain(&test).collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 6, "no article in two parts, none lost: {train:?} {dev:?} {test:?}");
+    let written = [&out.join("train.json"), &out.join("dev.json"), &out.join("test.json")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .join("\n");
+    assert!(!written.contains("\"answer_start\":5"), "{written}");
+    // The same held-out articles as before dev existed, in test.json.
+    let again = d.path().join("two");
+    let args = ["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--dev", "0", "--out", again.to_str().unwrap()];
+    let text = stdout(&seqlab(&args));
+    assert!(text.contains("train.json: 4 articles") && !text.contains("dev.json"), "{text}");
+    assert!(!again.join("dev.json").exists());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(again.join("test.json")).unwrap()).unwrap();
+    let test_titles: Vec<&str> = v["data"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(test_titles, test);
+    // Too many articles asked for.
+    let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--held-out + --dev (2 + 4)"));
+    // An answer that is not in its context: the error names the file, the line and the question.
+    std::fs::write(&input, format!("{{\"data\": [\n{},\n{}]}}", articles[0], articles[1].replace("\"Normans\", \"answer", "\"Saxons\", \"answer")))
         .unwrap();
     let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err.contains("qa.json:3:") && err.contains("question A1-q"), "{err}");
+    assert!(err.contains("qa.json:3:") && err.contains("question A1-q") && err.contains("Saxons"), "{err}");
+}
+
+#[test]
+fn qa_baseline_scores_a_split_and_writes_json() {
+    let d = tempfile::tempdir().unwrap();
+    let file = |context: &str, question: &str, answer: &str| {
+        format!(
+            r#"{{"data": [{{"title": "T", "paragraphs": [{{"context": "{context}", "qas": [{{"id": "q", "question": "{question}", "answers": [{{"text": "{answer}", "answer_start": -1}}]}}]}}]}}]}}"#
+        )
+    };
+    let test = file("The Eiffel Tower is in Paris. Rome is old.", "Where is the Eiffel Tower?", "Paris");
+    std::fs::write(d.path().join("test.json"), test).unwrap();
+    std::fs::write(d.path().join("train.json"), file("Rome is in Italy.", "Where is Rome?", "Italy")).unwrap();
+    let out = d.path().join("baselines.json");
+    let args = ["qa", "baseline", "--data", d.path().to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let text = stdout(&seqlab(&args));
+    assert!(text.contains("| baseline | EM | F1 | questions |"), "{text}");
+    assert!(text.contains("| sliding window (SW+D) | 1.000 | 1.000 | 1 |"), "{text}");
+    assert!(text.contains("train.json") && text.contains("official SQuAD v1.1"), "{text}");
+    assert!(text.contains("1 answers' offsets repaired"), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["split"], "test");
+    assert_eq!(v["baselines"].as_array().unwrap().len(), 4);
+    assert_eq!(v["baselines"][1]["baseline"], "best-sentence");
+    // A split the folder does not have.
+    let o = seqlab(&["qa", "baseline", "--data", d.path().to_str().unwrap(), "--split", "dev"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no dev split"));
 }

@@ -52,6 +52,37 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenizerCommand,
     },
+    /// Question answering without a trained run.
+    Qa {
+        #[command(subcommand)]
+        command: QaCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum QaCommand {
+    /// No-learning baselines on a split of a SQuAD-format folder (the SQuAD
+    /// paper's sliding window, the best-overlap sentence, the nearest
+    /// content words, a random span), scored with the dataset's metric
+    /// (official SQuAD v1.1, or CMRC 2018 for Chinese): a markdown table.
+    Baseline(QaBaselineArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct QaBaselineArgs {
+    /// A folder of SQuAD-format files (*train*.json, *dev*.json, *test*.json).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// The split to answer (IDF weights come from the training file when
+    /// there is one, else from this split's contexts).
+    #[arg(long, default_value = "test")]
+    pub split: corpus::SplitName,
+    /// Also write the scores as JSON here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed of the random-span baseline.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -99,8 +130,8 @@ pub enum DataCommand {
     Toy(ToyArgs),
     /// Sentences, tokens, entities per type, longest sentence and OOV rate per split.
     Stats(StatsArgs),
-    /// Split a SQuAD-format file by article (no article in both parts) into
-    /// OUT/train.json and OUT/dev.json, and print their counts.
+    /// Split a SQuAD-format file by article (no article in two parts) into
+    /// OUT/train.json, OUT/dev.json and OUT/test.json, and print their counts.
     SplitQa(SplitQaArgs),
 }
 
@@ -108,10 +139,14 @@ pub enum DataCommand {
 pub struct SplitQaArgs {
     /// A SQuAD v1.1-format JSON file (e.g. ../shared/datasets/squad11/dev-v1.1.json).
     pub file: PathBuf,
-    /// Articles held out for dev (chosen by a hash of their titles, so the
-    /// split is the same on every machine and for any file order).
+    /// Articles held out for test.json (chosen by a hash of their titles,
+    /// so the split is the same on every machine and for any file order).
     #[arg(long, default_value_t = 10)]
     pub held_out: usize,
+    /// Articles of the rest for dev.json (chosen the same way); 0 writes
+    /// only train.json and test.json.
+    #[arg(long, default_value_t = 4)]
+    pub dev: usize,
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,

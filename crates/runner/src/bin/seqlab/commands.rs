@@ -3,8 +3,8 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, ScoreArgs, SplitQaArgs,
-    StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
+    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaBaselineArgs, ScoreArgs,
+    SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
@@ -349,12 +349,29 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
 pub fn split_qa(args: &SplitQaArgs) -> Result<()> {
     let file = corpus::squad::SquadFile::read(&args.file)?;
     let n = file.data.len();
-    if args.held_out == 0 || args.held_out >= n {
-        anyhow::bail!("--held-out must be between 1 and {} (the file has {n} articles)", n.saturating_sub(1));
+    if args.held_out == 0 || args.held_out + args.dev >= n {
+        anyhow::bail!(
+            "--held-out must be at least 1 and --held-out + --dev ({} + {}) below the file's {n} articles, so that some are left to train on",
+            args.held_out,
+            args.dev
+        );
     }
-    let (train, dev) = file.split_by_article(args.held_out);
-    std::fs::create_dir_all(&args.out)?;
-    for (name, part) in [("train.json", &train), ("dev.json", &dev)] {
+    if file.repaired > 0 {
+        println!(
+            "{}: {} answers' offsets repaired to the nearest occurrence of their text (written repaired)",
+            args.file.display(),
+            file.repaired
+        );
+    }
+    let (train, dev, test) = file.split_train_dev_test(args.held_out, args.dev);
+    let mut parts = vec![("train.json", &train)];
+    if args.dev > 0 {
+        parts.push(("dev.json", &dev));
+    } else if args.out.join("dev.json").exists() {
+        eprintln!("note: {} is left from an earlier split; remove it", args.out.join("dev.json").display());
+    }
+    parts.push(("test.json", &test));
+    for (name, part) in parts {
         part.write(&args.out.join(name))?;
         let s = part.stats();
         println!(
@@ -365,6 +382,41 @@ pub fn split_qa(args: &SplitQaArgs) -> Result<()> {
             s.questions,
             s.answers
         );
+    }
+    Ok(())
+}
+
+pub fn qa_baseline(args: &QaBaselineArgs) -> Result<()> {
+    use corpus::qa_baseline::{evaluate, table, Idf};
+    use corpus::squad::{qa_files, SquadFile};
+    let files = qa_files(&args.data).with_context(|| {
+        format!("{}: expected a folder of SQuAD-format *train*.json, *dev*.json, *test*.json", args.data.display())
+    })?;
+    let path_of = |split| files.iter().find(|(s, _)| *s == split).map(|(_, p)| p.clone());
+    let path = path_of(args.split).with_context(|| {
+        format!("{}: no {} split (expected a *{}*.json file)", args.data.display(), args.split.as_str(), args.split.as_str())
+    })?;
+    let file = SquadFile::read(&path)?;
+    let contexts = file.data.iter().flat_map(|a| &a.paragraphs).map(|p| p.context.as_str());
+    let metric = corpus::dataset::qa_metric_of(&args.data, contexts)?;
+    let (idf, idf_from) = match path_of(corpus::SplitName::Train) {
+        Some(train) if train != path => (Idf::from_file(&SquadFile::read(&train)?), train),
+        _ => (Idf::from_file(&file), path.clone()),
+    };
+    let rows = evaluate(&file, &idf, metric.metric, args.seed);
+    println!("{} ({} split), {} questions; IDF from {}", path.display(), args.split.as_str(), file.stats().questions, idf_from.display());
+    if file.repaired > 0 {
+        println!("note: {} answers' offsets repaired to the nearest occurrence of their text", file.repaired);
+    }
+    println!("note: {}\n", metric.note());
+    print!("{}", table(&rows));
+    if let Some(out) = &args.out {
+        let json = serde_json::json!({
+            "data": args.data, "split": args.split, "file": path, "metric": metric.metric.name(),
+            "idf_from": idf_from, "seed": args.seed, "baselines": rows,
+        });
+        corpus::io::write_atomic(out, serde_json::to_string_pretty(&json)? + "\n")?;
+        eprintln!("wrote {}", out.display());
     }
     Ok(())
 }

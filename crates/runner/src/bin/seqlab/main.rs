@@ -13,7 +13,7 @@ mod console;
 
 use anyhow::Result;
 use clap::Parser;
-use cli::{BenchCommand, Cli, Command, DataCommand, TokenizerCommand};
+use cli::{BenchCommand, Cli, Command, DataCommand, QaCommand, TokenizerCommand};
 use runner::bench::throughput::Workload;
 
 /// mimalloc reuses freed memory instead of returning large blocks to the
@@ -99,6 +99,9 @@ fn main() {
         },
         Command::Tokenizer { command } => match command {
             TokenizerCommand::Train(args) => commands::train_tokenizer(&args),
+        },
+        Command::Qa { command } => match command {
+            QaCommand::Baseline(args) => commands::qa_baseline(&args),
         },
     });
     if let Err(e) = result {
