@@ -182,6 +182,8 @@ pub struct Dataset {
     pub scheme_declared: bool,
     pub columns: Columns,
     pub splits: Vec<Split>,
+    /// Question-answering folders: the answer metric, repairs and notes.
+    pub qa: Option<QaInfo>,
 }
 
 impl Dataset {
@@ -222,7 +224,15 @@ impl Dataset {
                 .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
                 .unwrap_or_else(|| "dataset".into())
         });
-        Ok(Dataset { name, dir: dir.to_path_buf(), scheme, scheme_declared: spec.scheme.is_some(), columns, splits })
+        Ok(Dataset {
+            name,
+            dir: dir.to_path_buf(),
+            scheme,
+            scheme_declared: spec.scheme.is_some(),
+            columns,
+            splits,
+            qa: None,
+        })
     }
 
     /// Reads a question-answering folder (SQuAD-format `train.json`,
@@ -272,9 +282,11 @@ impl Dataset {
             scheme_declared: true,
             columns: Columns::default(),
             splits,
+            qa: None,
         };
         let repaired = repaired.into_iter().map(|(split, _, n)| (split, n)).collect();
-        Ok((dataset, QaInfo { metric: choice.metric, metric_declared: choice.declared, repaired, notes }))
+        let info = QaInfo { metric: choice.metric, metric_declared: choice.declared, repaired, notes };
+        Ok((Dataset { qa: Some(info.clone()), ..dataset }, info))
     }
 
     /// Whether the sentences come with questions (a QA dataset).

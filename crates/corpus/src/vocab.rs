@@ -145,6 +145,9 @@ pub struct Vocabs {
     /// contexts' words, for the IDF reading cue ([`crate::cues`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idf: Option<crate::cues::Idf>,
+    /// Question-answering data: the metric its answers are scored with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qa_metric: Option<crate::qa_metric::QaMetric>,
 }
 
 impl Vocabs {
@@ -164,7 +167,7 @@ impl Vocabs {
             1,
         );
         let tags = scheme.tag_set(labels).iter().map(Tag::to_string).collect();
-        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None }
+        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None, qa_metric: None }
     }
 
     pub fn tag_id(&self, tag: &Tag) -> Option<u32> {

@@ -112,6 +112,17 @@ pub fn qa_input(run_dir: &Path, name: &Path, text: &str) -> Result<(Vec<Sentence
     Ok((sentences, items))
 }
 
+/// One question about one context (`predict --question … --context …`)
+/// as a QA input of one item.
+pub fn one_question(run_dir: &Path, question: &str, context: &str) -> Result<(Vec<Sentence>, Vec<corpus::squad::QaItem>)> {
+    if question.trim().is_empty() || context.trim().is_empty() {
+        anyhow::bail!("--question and --context (or --context-file) must both have text");
+    }
+    let file = serde_json::json!({"version": "1.1", "data": [{"title": "", "paragraphs": [
+        {"context": context, "qas": [{"id": "question", "question": question}]}]}]});
+    qa_input(run_dir, Path::new("--context"), &file.to_string())
+}
+
 /// The tokens of `--text`: whitespace-separated, or one per character for
 /// Chinese (CJK) text written without spaces.
 pub fn text_tokens(text: &str) -> Vec<String> {

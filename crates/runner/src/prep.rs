@@ -41,7 +41,7 @@ pub fn load_dataset(dir: &Path, tokenizer: Option<&Path>) -> Result<Dataset> {
         );
     }
     let tok = crate::tokenizer::load(&path)?;
-    Ok(Dataset::load_qa(dir, &|t: &str| crate::tokenizer::pieces(&tok, t))?)
+    Ok(Dataset::load_qa_info(dir, &|t: &str| crate::tokenizer::pieces(&tok, t))?.0)
 }
 
 /// The tokenizer a run of `cfg` on `dir` reads (QA data only).
@@ -115,7 +115,8 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         Vocabs::build(texts.iter().copied(), &labels, normalize, cfg.data.min_word_freq, tagger_scheme, ds.scheme);
     // QA: document frequencies of the training contexts, for the IDF cue.
     vocabs.idf = train.qa.as_ref().map(|items| corpus::cues::Idf::build(items.iter().map(|i| &*i.context)));
-    let mut notes = Vec::new();
+    vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
+    let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(
             "entity type {label} occurs in {} but not in train: the tagger cannot predict it (it still counts in scoring)",

@@ -3,64 +3,80 @@
 //! official predictions file.
 
 use crate::infer::Tagged;
+use corpus::qa_metric::QaMetric;
+use corpus::squad::{QaItem, QaScore};
+
+/// An answer: its text, its characters `start..end` in the context, and
+/// the decoder's probability of its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+    pub probability: f32,
+}
 
 /// The answer of each tagged QA sentence: its answer span as the decoder
 /// picked it ([`encoders::span`]; every question gets one, as every SQuAD
 /// v1.1 question has one, even where the Viterbi path tags none), widened
 /// to whole words when it starts or ends inside one
-/// ([`corpus::squad::whole_words`]); "" without a span (an empty context).
-pub fn answers(items: &[corpus::squad::QaItem], tagged: &[Tagged]) -> Vec<String> {
+/// ([`corpus::squad::whole_words`]); `None` without a span (an empty context).
+pub fn answered(items: &[QaItem], tagged: &[Tagged]) -> Vec<Option<Answer>> {
     items
         .iter()
         .zip(tagged)
         .map(|(item, tg)| {
-            tg.span.map_or_else(String::new, |s| {
+            tg.span.map(|s| {
                 let (i, j) = corpus::squad::whole_words(&item.context, &item.offsets, s.start, s.end);
-                corpus::squad::span_text(&item.context, &item.offsets, i, j)
+                let text = corpus::squad::span_text(&item.context, &item.offsets, i, j);
+                let start = item.offsets[i].0;
+                Answer { end: start + text.chars().count(), text, start, probability: s.prob }
             })
         })
         .collect()
 }
 
-/// The official metrics of `answers` against the gold answers of `items`.
-pub fn score(items: &[corpus::squad::QaItem], answers: &[String]) -> corpus::squad::QaScore {
-    corpus::squad::qa_score(answers.iter().zip(items).map(|(a, i)| (a.as_str(), i.answers.as_slice())))
+/// The answer texts of [`answered`] ("" without a span).
+pub fn answers(items: &[QaItem], tagged: &[Tagged]) -> Vec<String> {
+    answered(items, tagged).into_iter().map(|a| a.map_or_else(String::new, |a| a.text)).collect()
+}
+
+/// The metrics of `answers` against the gold answers of `items`.
+pub fn score(items: &[QaItem], answers: &[String], metric: QaMetric) -> QaScore {
+    metric.score(answers.iter().zip(items).map(|(a, i)| (a.as_str(), i.answers.as_slice())))
 }
 
 /// The question-shuffle ablation: each context read against the question
 /// of the item half the split away (another paragraph, as a split holds
 /// more than two of them), its gold answers kept. A reader that reads
 /// the question falls towards its no-question level on these.
-pub fn shuffled_questions(items: &[corpus::squad::QaItem]) -> Vec<corpus::squad::QaItem> {
+pub fn shuffled_questions(items: &[QaItem]) -> Vec<QaItem> {
     let n = items.len();
     (0..n)
         .map(|i| {
             let other = &items[(i + n / 2) % n.max(1)];
-            corpus::squad::QaItem {
-                question: other.question.clone(),
-                question_text: other.question_text.clone(),
-                ..items[i].clone()
-            }
+            QaItem { question: other.question.clone(), question_text: other.question_text.clone(), ..items[i].clone() }
         })
         .collect()
 }
 
 /// Each question's exact match and F1 (the max over its gold answers).
-pub fn per_question(items: &[corpus::squad::QaItem], answers: &[String]) -> Vec<(f64, f64)> {
+pub fn per_question(items: &[QaItem], answers: &[String], metric: QaMetric) -> Vec<(f64, f64)> {
     items
         .iter()
         .zip(answers)
         .map(|(i, a)| {
-            let s = corpus::squad::qa_score([(a.as_str(), i.answers.as_slice())]);
+            let s = metric.score([(a.as_str(), i.answers.as_slice())]);
             (s.exact_match, s.f1)
         })
         .collect()
 }
 
-/// One line of the official metrics, in percent.
-pub fn line(qa: &corpus::squad::QaScore) -> String {
+/// One line of the metric's scores, in percent.
+pub fn line(qa: &QaScore, metric: QaMetric) -> String {
     format!(
-        "answers (official SQuAD v1.1 metric): exact match {:.2}, F1 {:.2}, {} questions",
+        "answers ({} metric): exact match {:.2}, F1 {:.2}, {} questions",
+        metric.name(),
         100.0 * qa.exact_match,
         100.0 * qa.f1,
         qa.questions
@@ -93,7 +109,9 @@ mod tests {
         assert_eq!(answers(&[it.clone()], &[tagged]), ["Nikola"]);
         let span = Some(encoders::span::AnswerSpan { start: 1, end: 2, prob: 0.6 });
         let tagged = Tagged { tags: vec![Tag::O; 4], span, ..Default::default() };
-        assert_eq!(answers(&[it.clone()], &[tagged]), ["Nikola Tesla"]);
+        assert_eq!(answers(&[it.clone()], &[tagged.clone()]), ["Nikola Tesla"]);
+        let a = answered(&[it.clone()], &[tagged]).remove(0).unwrap();
+        assert_eq!((a.start, a.end, a.probability), (0, 12, 0.6));
         assert_eq!(answers(&[it], &[Tagged::default()]), [""]);
     }
 

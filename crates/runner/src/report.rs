@@ -51,7 +51,7 @@ pub fn finish<B: SeqBackend>(
     let [dev, test] = metrics;
     let qa = prep.eval.iter().any(|s| s.qa.is_some()).then(|| {
         let [dev, test] = answers;
-        QaSummary { metric: "official SQuAD v1.1".to_string(), dev, test }
+        QaSummary { metric: prep.vocabs.qa_metric.unwrap_or_default().name().to_string(), dev, test }
     });
     let summary = Summary {
         name: cfg.name.clone(),
@@ -96,13 +96,14 @@ fn score_split<B: SeqBackend>(
     )?;
     let Some(items) = &split.qa else { return Ok((metrics, None)) };
     let answers = crate::qa::answers(items, &tagged);
-    let score = crate::qa::score(items, &answers);
+    let metric = prep.vocabs.qa_metric.unwrap_or_default();
+    let score = crate::qa::score(items, &answers, metric);
     corpus::io::write_atomic(
         &out.join(format!("predictions.{name}.json")),
         crate::qa::predictions_json(items, &answers),
     )?;
     let file = out.join(crate::qa_bootstrap::file_name(name));
-    crate::qa_bootstrap::write(&file, items, &crate::qa::per_question(items, &answers))?;
+    crate::qa_bootstrap::write(&file, items, &crate::qa::per_question(items, &answers, metric))?;
     let qa = QaMetrics { exact_match: score.exact_match, f1: score.f1, questions: score.questions };
     Ok((metrics, Some(qa)))
 }

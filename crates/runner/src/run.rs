@@ -92,6 +92,11 @@ impl LoadedRun {
         prep::encode_untagged(&self.vocabs, sentences, qa, self.cfg.data.max_word_chars)
     }
 
+    /// The metric the run's answers are scored with (QA runs).
+    pub fn qa_metric(&self) -> corpus::qa_metric::QaMetric {
+        self.vocabs.qa_metric.unwrap_or_default()
+    }
+
     /// The run's tag set, in the tagger's scheme.
     pub fn tags(&self) -> Vec<Tag> {
         self.vocabs.parsed_tags()
@@ -103,8 +108,8 @@ pub struct Evaluation {
     pub counts: corpus::score::Counts,
     pub sentences: usize,
     pub windowed: usize,
-    /// For QA data, the official answer metrics.
-    pub qa: Option<QaScore>,
+    /// For QA data, the answer scores and their metric.
+    pub qa: Option<(QaScore, corpus::qa_metric::QaMetric)>,
 }
 
 impl Evaluation {
@@ -113,8 +118,9 @@ impl Evaluation {
         let mut report = serde_json::to_value(self.counts.report())?;
         report["sentences"] = self.sentences.into();
         report["windowed"] = self.windowed.into();
-        if let Some(qa) = &self.qa {
+        if let Some((qa, metric)) = &self.qa {
             report["qa"] = serde_json::to_value(qa)?;
+            report["qa"]["metric"] = metric.name().into();
         }
         Ok(report)
     }
@@ -122,8 +128,8 @@ impl Evaluation {
     /// conlleval's text report, and the answer line for QA.
     pub fn text(&self) -> String {
         let mut s = self.counts.conlleval_text();
-        if let Some(qa) = &self.qa {
-            s += &format!("{}\n", crate::qa::line(qa));
+        if let Some((qa, metric)) = &self.qa {
+            s += &format!("{}\n", crate::qa::line(qa, *metric));
         }
         s
     }
@@ -140,7 +146,7 @@ pub fn evaluate<B: SeqBackend>(
     let TaggedSplit { tagged, windowed } =
         run.tag::<B>(&run.encode(split, answers), false, answers.is_some(), device, reporter)?;
     let counts = infer::score_predictions(split, &tagged);
-    let qa = answers.map(|items| crate::qa::score(items, &crate::qa::answers(items, &tagged)));
+    let qa = answers.map(|items| (crate::qa::score(items, &crate::qa::answers(items, &tagged), run.qa_metric()), run.qa_metric()));
     Ok(Evaluation { counts, sentences: split.len(), windowed, qa })
 }
 
@@ -167,7 +173,7 @@ pub fn predict<B: SeqBackend>(
     if let Some(items) = qa {
         let answers = crate::qa::answers(items, &tagged);
         let score_line =
-            items.iter().all(|i| !i.answers.is_empty()).then(|| crate::qa::line(&crate::qa::score(items, &answers)));
+            items.iter().all(|i| !i.answers.is_empty()).then(|| crate::qa::line(&crate::qa::score(items, &answers, run.qa_metric()), run.qa_metric()));
         return Ok(Prediction { output: format!("{}\n", crate::qa::predictions_json(items, &answers)), score_line });
     }
     let output = match format {
@@ -175,6 +181,19 @@ pub fn predict<B: SeqBackend>(
         OutputFormat::Jsonl => jsonl_output(sentences, &tagged, run.vocabs.data_scheme)?,
     };
     Ok(Prediction { output, score_line: None })
+}
+
+/// Answers QA items (a QA run): each question's answer with its character
+/// span and probability.
+pub fn answer<B: SeqBackend>(
+    run: &LoadedRun,
+    sentences: &[Sentence],
+    items: &[QaItem],
+    device: &B::Device,
+    reporter: &dyn Reporter,
+) -> Result<Vec<Option<crate::qa::Answer>>> {
+    let tagged = run.tag::<B>(&run.encode(sentences, Some(items)), false, true, device, reporter)?.tagged;
+    Ok(crate::qa::answered(items, &tagged))
 }
 
 /// `token [gold] predicted` per line, a blank line after each sentence.

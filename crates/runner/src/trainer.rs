@@ -408,7 +408,10 @@ fn score_dev<B: SeqBackend>(
     row.dev_recall = r.overall.recall;
     row.dev_f1 = r.overall.f1;
     Ok(match &dev.qa {
-        Some(items) => crate::qa::score(items, &crate::qa::answers(items, &tagged)).f1,
+        Some(items) => {
+            let metric = prep.vocabs.qa_metric.unwrap_or_default();
+            crate::qa::score(items, &crate::qa::answers(items, &tagged), metric).f1
+        },
         None => r.overall.f1,
     })
 }

@@ -114,6 +114,7 @@ fn generated_dataset(seed: u64) -> Dataset {
         scheme_declared: true,
         columns: Columns::default(),
         splits: vec![Split { name: SplitName::Train, path: PathBuf::from("(generated)"), sentences, qa: None }],
+        qa: None,
     }
 }
 

@@ -371,6 +371,16 @@ pub struct PredictArgs {
     /// Step between windows (overrides data.stride; default max_len/2).
     #[arg(long)]
     pub stride: Option<usize>,
+    /// QA runs: answer this one question (about --context or --context-file),
+    /// printing the answer, its character span and its probability.
+    #[arg(long, requires = "context_text")]
+    pub question: Option<String>,
+    /// The context of --question.
+    #[arg(long, group = "context_text")]
+    pub context: Option<String>,
+    /// A file holding the context of --question.
+    #[arg(long, group = "context_text")]
+    pub context_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -120,6 +120,18 @@ impl Job for EvalJob {
 pub fn predict(args: PredictArgs) -> Result<()> {
     let mut run = LoadedRun::load(&args.run)?;
     run.set_windows(args.max_len, args.stride);
+    if let Some(question) = &args.question {
+        if run.cfg.model.question == encoders::QuestionMode::None {
+            anyhow::bail!("{}: --question needs a QA run (this run tags sentences)", args.run.display());
+        }
+        let context = match (&args.context, &args.context_file) {
+            (Some(c), _) => c.clone(),
+            (None, Some(f)) => corpus::io::read_text(f)?.trim_start_matches('\u{feff}').to_string(),
+            (None, None) => anyhow::bail!("--question needs --context \"…\" or --context-file FILE"),
+        };
+        let (sentences, items) = input::one_question(&run.dir, question, &context)?;
+        return dispatch(args.device, AnswerJob { run, sentences, items });
+    }
     let (name, text) = if args.input.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).context("reading standard input")?;
@@ -143,6 +155,30 @@ pub fn predict(args: PredictArgs) -> Result<()> {
     };
     let input = input::parse_input(&name, &text, input_format, run.vocabs.data_scheme)?;
     dispatch(args.device, PredictJob { run, input, format, qa: None })
+}
+
+struct AnswerJob {
+    run: LoadedRun,
+    sentences: Vec<Sentence>,
+    items: Vec<QaItem>,
+}
+
+impl Job for AnswerJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let answers = runner::run::answer::<B::InnerBackend>(&self.run, &self.sentences, &self.items, &device, &Console)?;
+        match answers.into_iter().next().flatten() {
+            Some(a) => {
+                println!("answer: {}", a.text);
+                println!("characters: {}..{} of the context", a.start, a.end);
+                println!("probability: {:.4}", a.probability);
+            }
+            None => println!("no answer: the context has no token"),
+        }
+        Ok(())
+    }
 }
 
 struct PredictJob {
