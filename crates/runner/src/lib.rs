@@ -33,6 +33,7 @@ pub mod memory;
 pub mod model;
 pub mod prep;
 pub mod qa;
+pub mod qa_attention;
 pub mod qa_bootstrap;
 pub mod report;
 pub mod reporter;

@@ -52,7 +52,7 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenizerCommand,
     },
-    /// Question answering without a trained run.
+    /// Question answering: baselines, and where a trained reader looks.
     Qa {
         #[command(subcommand)]
         command: QaCommand,
@@ -66,6 +66,27 @@ pub enum QaCommand {
     /// content words, a random span), scored with the dataset's metric
     /// (official SQuAD v1.1, or CMRC 2018 for Chinese): a markdown table.
     Baseline(QaBaselineArgs),
+    /// A question [SEP] context run's attention from context tokens to the
+    /// question, per layer, against the share uniform attention would give
+    /// (does concatenation dilute the question?).
+    Attention(QaAttentionArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct QaAttentionArgs {
+    /// A QA run folder (model.question = "concat", attention encoder).
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Dataset folder (default: the run's).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    #[arg(long, default_value = "dev")]
+    pub split: corpus::SplitName,
+    /// Questions to average over (the first ones whose context fits data.max_len).
+    #[arg(long, default_value_t = 400)]
+    pub questions: usize,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
 }
 
 #[derive(Args, Debug)]

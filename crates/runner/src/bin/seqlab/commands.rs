@@ -3,7 +3,7 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaBaselineArgs, ScoreArgs,
+    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaAttentionArgs, QaBaselineArgs, ScoreArgs,
     SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
 };
 use crate::console::Console;
@@ -468,4 +468,31 @@ pub fn train_tokenizer(args: &TokenizerTrainArgs) -> Result<()> {
         t.file.display()
     );
     Ok(())
+}
+
+pub fn qa_attention(args: QaAttentionArgs) -> Result<()> {
+    let run = LoadedRun::load(&args.run)?;
+    let split = run.split_with_answers(args.data.as_deref(), args.split)?;
+    let items = split.qa.as_deref().with_context(|| format!("{}: not a QA run", args.run.display()))?;
+    let data = run.encode(&split.sentences, Some(items));
+    dispatch(args.device, QaAttentionJob { run, data, questions: args.questions })
+}
+
+struct QaAttentionJob {
+    run: LoadedRun,
+    data: Vec<corpus::Example>,
+    questions: usize,
+}
+
+impl Job for QaAttentionJob {
+    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        let model = self.run.model::<B::InnerBackend>(&device)?;
+        let max_len = if self.run.cfg.data.max_len == 0 { usize::MAX } else { self.run.cfg.data.max_len };
+        let shares = runner::qa_attention::question_share(&model, &self.data, self.questions, max_len, &device)?;
+        print!("{}", runner::qa_attention::table(&shares));
+        Ok(())
+    }
 }

@@ -102,6 +102,7 @@ fn main() {
         },
         Command::Qa { command } => match command {
             QaCommand::Baseline(args) => commands::qa_baseline(&args),
+            QaCommand::Attention(args) => commands::qa_attention(args),
         },
     });
     if let Err(e) = result {
