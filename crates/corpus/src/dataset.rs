@@ -509,7 +509,10 @@ mod tests {
     #[test]
     fn chinese_qa_folder_gets_the_cmrc_metric_and_repairs_are_noted() {
         let d = tempfile::tempdir().unwrap();
-        let train = [("北京是中国的首都。", "中国的首都是哪里？", "北京", 0), ("上海在中国东部。", "上海在哪里？", "中国东部", -1)];
+        let train = [
+            ("北京是中国的首都。", "中国的首都是哪里？", "北京", 0),
+            ("上海在中国东部。", "上海在哪里？", "中国东部", -1),
+        ];
         write(d.path(), "train.json", &squad(&train));
         write(d.path(), "dev.json", &squad(&[("长江是中国最长的河流。", "中国最长的河流是什么？", "长江", 2)]));
         let (ds, info) = Dataset::load_qa_info(d.path(), &words).unwrap();

@@ -61,16 +61,18 @@ pub const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
     "between", "both", "but", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from", "had", "has",
     "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "many", "may", "more",
-    "most", "much", "name", "no", "not", "of", "on", "one", "or", "other", "our", "over", "s", "she", "should",
-    "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "most", "much", "name", "no", "not", "of", "on", "one", "or", "other", "our", "over", "s", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
     "through", "to", "type", "under", "up", "was", "we", "were", "what", "when", "where", "which", "while", "who",
-    "whom", "whose", "why", "will", "with", "would", "you", "的", "了", "是", "在", "和", "与", "及", "或", "也",
-    "被", "把", "吗", "呢", "么", "什", "哪", "谁", "这", "那", "个", "为",
+    "whom", "whose", "why", "will", "with", "would", "you", "的", "了", "是", "在", "和", "与", "及", "或", "也", "被",
+    "把", "吗", "呢", "么", "什", "哪", "谁", "这", "那", "个", "为",
 ];
 
 /// Abbreviations whose period does not end a sentence.
-const ABBREVIATIONS: &[&str] =
-    &["mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "no", "inc", "co", "ltd", "gen", "col", "lt", "prof", "rev", "mt", "ft", "approx"];
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "no", "inc", "co", "ltd", "gen", "col", "lt", "prof",
+    "rev", "mt", "ft", "approx",
+];
 
 fn is_stop(w: &str) -> bool {
     STOP_WORDS.contains(&w)
@@ -162,9 +164,9 @@ pub fn sentences(words: &[Piece]) -> Vec<Range<usize>> {
             let before = i.checked_sub(1).map(|b| words[b].text.to_lowercase());
             let initial = before.as_deref().is_some_and(|b| b.chars().count() == 1 && w == ".");
             let abbreviation = before.as_deref().is_some_and(|b| w == "." && ABBREVIATIONS.contains(&b));
-            let next_ok = words.get(end).is_none_or(|n| {
-                n.start > words[end - 1].end && !n.text.chars().next().is_some_and(char::is_lowercase)
-            });
+            let next_ok = words
+                .get(end)
+                .is_none_or(|n| n.start > words[end - 1].end && !n.text.chars().next().is_some_and(char::is_lowercase));
             !initial && !abbreviation && next_ok
         };
         if ends {
@@ -186,6 +188,26 @@ enum Asks {
     Number,
     Other,
 }
+
+/// Questions that ask for a number (English as whole words).
+const NUMBER_CUES: &[&str] = &[
+    "how many",
+    "how much",
+    "how long",
+    "how old",
+    "how far",
+    "what year",
+    "when",
+    "which year",
+    "what percentage",
+    "几",
+    "多少",
+    "哪一年",
+    "何时",
+];
+
+/// Questions that ask for a name or place.
+const NAME_CUES: &[&str] = &["who", "whom", "whose", "where", "谁"];
 
 /// A question as the baselines read it.
 #[derive(Clone, Debug)]
@@ -210,9 +232,9 @@ impl Question {
         let has = |cues: &[&str]| {
             cues.iter().any(|c| if c.is_ascii() { joined.contains(&format!(" {c} ")) } else { text.contains(c) })
         };
-        let asks = if has(&["how many", "how much", "how long", "how old", "how far", "what year", "when", "which year", "what percentage", "几", "多少", "哪一年", "何时"]) {
+        let asks = if has(NUMBER_CUES) {
             Asks::Number
-        } else if has(&["who", "whom", "whose", "where", "谁"]) {
+        } else if has(NAME_CUES) {
             Asks::Name
         } else {
             Asks::Other
@@ -431,10 +453,19 @@ mod tests {
 
     #[test]
     fn sentences_end_at_final_punctuation_but_not_after_initials_or_abbreviations() {
-        let p = Passage::new("Mr. Smith went to the U.S. in 1990. He said \"yes.\" Then he left! 3.5 is a number. 北京是首都。上海");
+        let p = Passage::new(
+            "Mr. Smith went to the U.S. in 1990. He said \"yes.\" Then he left! 3.5 is a number. 北京是首都。上海",
+        );
         assert_eq!(
             texts(&p, &p.sentences),
-            ["Mr. Smith went to the U.S. in 1990.", "He said \"yes.\"", "Then he left!", "3.5 is a number.", "北京是首都。", "上海"]
+            [
+                "Mr. Smith went to the U.S. in 1990.",
+                "He said \"yes.\"",
+                "Then he left!",
+                "3.5 is a number.",
+                "北京是首都。",
+                "上海"
+            ]
         );
         assert!(Passage::new("").sentences.is_empty());
         // A lower-case word after the period: the sentence goes on.
@@ -525,7 +556,10 @@ mod tests {
         assert_eq!(rows[2].exact_match, 0.5);
         assert!((rows[2].f1 - (1.0 + 4.0 / 7.0) / 2.0).abs() < 1e-12, "{:?}", rows[2]);
         let md = table(&rows);
-        assert!(md.starts_with("| baseline | EM | F1 | questions |") && md.contains("| sliding window (SW+D) |"), "{md}");
+        assert!(
+            md.starts_with("| baseline | EM | F1 | questions |") && md.contains("| sliding window (SW+D) |"),
+            "{md}"
+        );
     }
 
     #[test]

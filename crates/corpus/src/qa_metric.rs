@@ -84,8 +84,8 @@ impl std::fmt::Display for QaMetric {
 /// The official script's `sp_char`: what it drops as punctuation (its
 /// two-character entry "……" never equals one character, so `…` stays).
 const CMRC_PUNCTUATION: &[char] = &[
-    '-', ':', '_', '*', '^', '/', '\\', '~', '`', '+', '=', '，', '。', '：', '？', '！', '“', '”', '；', '’', '《', '》',
-    '·', '、', '「', '」', '（', '）', '－', '～', '『', '』',
+    '-', ':', '_', '*', '^', '/', '\\', '~', '`', '+', '=', '，', '。', '：', '？', '！', '“', '”', '；', '’', '《',
+    '》', '·', '、', '「', '」', '（', '）', '－', '～', '『', '』',
 ];
 
 /// The script's `re.search(r'[\u4e00-\u9fa5]', char)`.

@@ -99,7 +99,10 @@ mod offset {
         }
 
         fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<usize, E> {
-            usize::try_from(v).ok().filter(|&v| v != NO_OFFSET).ok_or_else(|| E::custom(format!("offset {v} is too large")))
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v != NO_OFFSET)
+                .ok_or_else(|| E::custom(format!("offset {v} is too large")))
         }
     }
 }
@@ -593,7 +596,10 @@ mod tests {
         assert!(e.to_string().starts_with("dev.json:2:"), "{e}");
         // An offset that is not an integer is still a JSON error.
         let e = SquadFile::parse(Path::new("dev.json"), &FIXTURE.replace(": 53}", ": \"53\"}")).unwrap_err();
-        assert!(e.to_string().starts_with("dev.json:7:") && e.to_string().contains("expected a character offset"), "{e}");
+        assert!(
+            e.to_string().starts_with("dev.json:7:") && e.to_string().contains("expected a character offset"),
+            "{e}"
+        );
     }
 
     /// Words of the test texts: runs of letters and digits.
@@ -609,7 +615,8 @@ mod tests {
         assert_eq!(f.repaired, 1);
         assert_eq!(SquadFile::parse(Path::new("dev.json"), FIXTURE).unwrap().repaired, 0);
         // Tags follow the repaired offset.
-        let (sentences, items) = qa_sentences(Path::new("dev.json"), &text, &f, &alnum_pieces, Answers::Required).unwrap();
+        let (sentences, items) =
+            qa_sentences(Path::new("dev.json"), &text, &f, &alnum_pieces, Answers::Required).unwrap();
         let spans = crate::tags::Scheme::Iob2.decode(&sentences[1].tags);
         assert_eq!(span_text(&items[1].context, &items[1].offsets, spans[0].start, spans[0].end - 1), "France");
     }
@@ -647,7 +654,8 @@ mod tests {
 
     #[test]
     fn a_first_answer_whose_text_is_not_in_the_context_names_file_line_and_id() {
-        let text = FIXTURE.replace("{\"text\": \"France\", \"answer_start\": 53}", "{\"text\": \"Germany\", \"answer_start\": 53}");
+        let text = FIXTURE
+            .replace("{\"text\": \"France\", \"answer_start\": 53}", "{\"text\": \"Germany\", \"answer_start\": 53}");
         let e = SquadFile::parse(Path::new("dev.json"), &text).unwrap_err().to_string();
         assert!(e.starts_with("dev.json:6:") && e.contains("question q2") && e.contains("\"Germany\""), "{e}");
         assert!(e.contains("does not contain"), "{e}");
@@ -684,7 +692,10 @@ mod tests {
     #[test]
     fn words_keep_numbers_and_split_punctuation_and_cjk() {
         let w = |t: &str| words(t).into_iter().map(|p| p.text).collect::<Vec<_>>();
-        assert_eq!(w("In 1,000.5 years, Tesla's U.S."), ["In", "1,000.5", "years", ",", "Tesla", "'", "s", "U", ".", "S", "."]);
+        assert_eq!(
+            w("In 1,000.5 years, Tesla's U.S."),
+            ["In", "1,000.5", "years", ",", "Tesla", "'", "s", "U", ".", "S", "."]
+        );
         assert_eq!(w("北京是 2008年"), ["北", "京", "是", "2008", "年"]);
         let p = &words("a  bc")[1];
         assert_eq!((p.start, p.end), (3, 5));

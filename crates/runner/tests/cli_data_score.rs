@@ -87,9 +87,17 @@ fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
     let input = d.path().join("qa.json");
     // A1's offset is off by one: repaired, and written repaired.
     let text = format!("{{\"version\": \"1.1\", \"data\": [\n{}]}}", articles.join(",\n"));
-    std::fs::write(&input, text.replace("A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 4", "A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 5")).unwrap();
+    std::fs::write(
+        &input,
+        text.replace(
+            "A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 4",
+            "A1-q\", \"question\": \"Who?\", \"answers\": [{\"text\": \"Normans\", \"answer_start\": 5",
+        ),
+    )
+    .unwrap();
     let out = d.path().join("split");
-    let args = ["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--dev", "1", "--out", out.to_str().unwrap()];
+    let args =
+        ["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--dev", "1", "--out", out.to_str().unwrap()];
     let text = stdout(&seqlab(&args));
     assert!(text.contains("qa.json: 1 answers' offsets repaired"), "{text}");
     assert!(text.contains("train.json: 3 articles, 3 paragraphs, 3 questions, 3 answers"), "{text}");
@@ -110,11 +118,22 @@ fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
     assert!(!written.contains("\"answer_start\":5"), "{written}");
     // The same held-out articles as before dev existed, in test.json.
     let again = d.path().join("two");
-    let args = ["data", "split-qa", input.to_str().unwrap(), "--held-out", "2", "--dev", "0", "--out", again.to_str().unwrap()];
+    let args = [
+        "data",
+        "split-qa",
+        input.to_str().unwrap(),
+        "--held-out",
+        "2",
+        "--dev",
+        "0",
+        "--out",
+        again.to_str().unwrap(),
+    ];
     let text = stdout(&seqlab(&args));
     assert!(text.contains("train.json: 4 articles") && !text.contains("dev.json"), "{text}");
     assert!(!again.join("dev.json").exists());
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(again.join("test.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("test.json")).unwrap()).unwrap();
     let test_titles: Vec<&str> = v["data"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
     assert_eq!(test_titles, test);
     // Too many articles asked for.
@@ -122,8 +141,15 @@ fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--held-out + --dev (2 + 4)"));
     // An answer that is not in its context: the error names the file, the line and the question.
-    std::fs::write(&input, format!("{{\"data\": [\n{},\n{}]}}", articles[0], articles[1].replace("\"Normans\", \"answer", "\"Saxons\", \"answer")))
-        .unwrap();
+    std::fs::write(
+        &input,
+        format!(
+            "{{\"data\": [\n{},\n{}]}}",
+            articles[0],
+            articles[1].replace("\"Normans\", \"answer", "\"Saxons\", \"answer")
+        ),
+    )
+    .unwrap();
     let o = seqlab(&["data", "split-qa", input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2));

@@ -3,8 +3,8 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaAttentionArgs, QaBaselineArgs, ScoreArgs,
-    SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
+    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaAttentionArgs,
+    QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
@@ -430,7 +430,12 @@ pub fn qa_baseline(args: &QaBaselineArgs) -> Result<()> {
     })?;
     let path_of = |split| files.iter().find(|(s, _)| *s == split).map(|(_, p)| p.clone());
     let path = path_of(args.split).with_context(|| {
-        format!("{}: no {} split (expected a *{}*.json file)", args.data.display(), args.split.as_str(), args.split.as_str())
+        format!(
+            "{}: no {} split (expected a *{}*.json file)",
+            args.data.display(),
+            args.split.as_str(),
+            args.split.as_str()
+        )
     })?;
     let file = SquadFile::read(&path)?;
     let contexts = file.data.iter().flat_map(|a| &a.paragraphs).map(|p| p.context.as_str());
@@ -440,7 +445,13 @@ pub fn qa_baseline(args: &QaBaselineArgs) -> Result<()> {
         _ => (Idf::from_file(&file), path.clone()),
     };
     let rows = evaluate(&file, &idf, metric.metric, args.seed);
-    println!("{} ({} split), {} questions; IDF from {}", path.display(), args.split.as_str(), file.stats().questions, idf_from.display());
+    println!(
+        "{} ({} split), {} questions; IDF from {}",
+        path.display(),
+        args.split.as_str(),
+        file.stats().questions,
+        idf_from.display()
+    );
     if file.repaired > 0 {
         println!("note: {} answers' offsets repaired to the nearest occurrence of their text", file.repaired);
     }
