@@ -41,6 +41,10 @@ train-qa-self DATA=squad *ARGS: (_qa DATA)
 train-qa-cross DATA=squad *ARGS: (_qa DATA)
     {{seqlab}} train --config experiments/configs/qa-cross.toml --data {{DATA}} {{ARGS}}
 
+# Self-attention over question [SEP] context, one block deeper (matched parameters).
+train-qa-self-deep DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-concat-self-deep.toml --data {{DATA}} {{ARGS}}
+
 # BiLSTM over question [SEP] context.
 train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
     {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} {{ARGS}}
@@ -50,10 +54,19 @@ train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
 qa-baseline DATA=squad: (_qa DATA)
     {{seqlab}} qa baseline --data {{DATA}} --split test
 
-# The three QA taggers × seeds 1, 2, 3 (runs in experiments/runs/qa-*), then compare.
+# The QA comparison (README, "Question answering"): qa-cross and qa-concat-self
+# × seeds 1–5 (paired), qa-concat-self-deep and qa-bilstm × seeds 1–3, two runs
+# side by side at one thread each (runs in experiments/runs/qa/); then the
+# question-shuffle ablation of every run, the baselines, the attention share of
+# the concatenating runs, and seqlab compare (bootstrap intervals of every pair).
 qa-experiments DATA=squad: (_qa DATA)
-    for c in qa-concat-self qa-cross qa-bilstm; do for s in 1 2 3; do {{seqlab}} train --config experiments/configs/$c.toml --data {{DATA}} --seed $s --out experiments/runs/$c-s$s --quiet; done; done
-    {{seqlab}} compare experiments/runs/qa-* --out experiments/qa
+    for s in 1 2 3 4 5; do {{seqlab}} train --config experiments/configs/qa-cross.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-cross-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-concat-self.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-s$s --quiet & wait; done
+    for s in 1 2 3; do {{seqlab}} train --config experiments/configs/qa-concat-self-deep.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-deep-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-bilstm-s$s --quiet & wait; done
+    for r in experiments/runs/qa/*/; do {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
+    mkdir -p experiments/qa
+    {{seqlab}} qa baseline --data {{DATA}} --split test --out experiments/qa/baselines.json
+    for r in experiments/runs/qa/qa-concat-self-s1 experiments/runs/qa/qa-concat-self-deep-s1; do {{seqlab}} qa attention --run $r --split dev; done
+    {{seqlab}} compare experiments/runs/qa/* --out experiments/qa
 
 # Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and
 # one set of attention pictures per setting in experiments/heads-sweep/ (of

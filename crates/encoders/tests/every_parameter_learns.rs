@@ -88,7 +88,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         if question != QuestionMode::None {
             // The reading cues and the aligned question embedding too.
             cfg.features.cue_dim = 2;
-            cfg.features.aligned_dim = 3;
+            cfg.features.aligned_dim = 8;
         }
         let model = cfg
             .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
