@@ -10,28 +10,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// Capitalisation classes (0 is padding).
-pub const CAPS_CLASSES: usize = 6;
-
-/// Lample et al.'s capitalisation feature: 1 no letters, 2 all lowercase,
-/// 3 all uppercase, 4 first letter uppercase, 5 other mixes.
-pub fn caps_class(word: &str) -> u32 {
-    let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
-    let cased: Vec<&char> = letters.iter().filter(|c| c.is_uppercase() || c.is_lowercase()).collect();
-    if letters.is_empty() || cased.is_empty() {
-        1
-    } else if cased.iter().all(|c| c.is_lowercase()) {
-        2
-    } else if cased.iter().all(|c| c.is_uppercase()) {
-        3
-    } else if word.chars().find(|c| c.is_alphabetic()).is_some_and(char::is_uppercase)
-        && cased.iter().skip(1).all(|c| c.is_lowercase())
-    {
-        4
-    } else {
-        5
-    }
-}
+pub use crate::shape::{caps_class, CAPS_CLASSES};
 
 /// A sentence as ids.
 #[derive(Clone, Debug, PartialEq)]

@@ -186,7 +186,7 @@ pub fn shape(word: &str) -> u32 {
     if word.chars().any(|c| c.is_ascii_digit()) {
         return 6;
     }
-    match crate::batch::caps_class(word) {
+    match crate::shape::caps_class(word) {
         1 => 1,
         c => c,
     }

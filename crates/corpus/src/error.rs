@@ -36,3 +36,15 @@ impl CorpusError {
 }
 
 pub type Result<T, E = CorpusError> = std::result::Result<T, E>;
+
+/// A JSON error naming file and line, without serde_json's own position suffix.
+pub fn json_error(path: &std::path::Path, e: &serde_json::Error) -> CorpusError {
+    let msg = e.to_string();
+    let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m).to_string();
+    if e.line() == 0 {
+        CorpusError::file(path, msg)
+    } else {
+        CorpusError::at(path, e.line(), msg)
+    }
+}
+

@@ -18,6 +18,7 @@ pub mod qa_baseline;
 pub mod qa_metric;
 pub mod reader;
 pub mod score;
+pub mod shape;
 pub mod split;
 pub mod squad;
 pub mod stats;

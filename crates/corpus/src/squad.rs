@@ -137,7 +137,7 @@ impl SquadFile {
     /// [`SquadFile::parse`], with questions that have no answer allowed
     /// (input to answer, not training or scoring data) when `answers` says so.
     pub fn parse_with(path: &Path, text: &str, answers: Answers) -> Result<SquadFile> {
-        let mut file: SquadFile = serde_json::from_str(text).map_err(|e| crate::vocab::json_error(path, &e))?;
+        let mut file: SquadFile = serde_json::from_str(text).map_err(|e| crate::error::json_error(path, &e))?;
         let line_of = |id: &str| {
             let needle = serde_json::to_string(id).unwrap_or_default();
             text.find(&needle).map_or(1, |at| text[..at].matches('\n').count() + 1)

@@ -197,16 +197,7 @@ impl Vocabs {
     }
 }
 
-/// A JSON error naming file and line, without serde_json's own position suffix.
-pub fn json_error(path: &Path, e: &serde_json::Error) -> CorpusError {
-    let msg = e.to_string();
-    let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m).to_string();
-    if e.line() == 0 {
-        CorpusError::file(path, msg)
-    } else {
-        CorpusError::at(path, e.line(), msg)
-    }
-}
+pub use crate::error::json_error;
 
 #[cfg(test)]
 mod tests {

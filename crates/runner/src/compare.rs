@@ -288,6 +288,28 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
             ms(&|r| r.summary.tokens_per_second)
         );
     }
+    s.push_str(&qa_table(runs));
+    s.push_str(&qa_differences(runs));
+    s.push_str("\n## Significance\n\n");
+    match boot {
+        Ok(b) => {
+            let _ = writeln!(
+                s,
+                "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
+                b.samples, b.a, b.b, b.delta, b.p, b.a
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(s, "No paired test: {why}.");
+        }
+    }
+    let _ = writeln!(s, "\n![dev F1 per epoch]({})", plot.file_name().unwrap().to_string_lossy());
+    s
+}
+
+/// The QA settings' dev and test answer scores, seeds grouped (mean ± std).
+fn qa_table(runs: &[Run]) -> String {
+    let mut s = String::new();
     let qa: Vec<&Run> = runs.iter().filter(|r| r.summary.qa.is_some()).collect();
     if !qa.is_empty() {
         let metric = qa[0].summary.qa.as_ref().map_or("", |q| q.metric.as_str()).to_string();
@@ -317,21 +339,6 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
             );
         }
     }
-    s.push_str(&qa_differences(runs));
-    s.push_str("\n## Significance\n\n");
-    match boot {
-        Ok(b) => {
-            let _ = writeln!(
-                s,
-                "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
-                b.samples, b.a, b.b, b.delta, b.p, b.a
-            );
-        }
-        Err(why) => {
-            let _ = writeln!(s, "No paired test: {why}.");
-        }
-    }
-    let _ = writeln!(s, "\n![dev F1 per epoch]({})", plot.file_name().unwrap().to_string_lossy());
     s
 }
 
