@@ -128,6 +128,19 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         let answered: serde_json::Value = serde_json::from_str(&ok(o)).unwrap();
         assert_eq!(answered.as_object().unwrap(), predictions, "{config}");
         assert!(!err.contains("exact match"), "{err}");
+        // One question about one context: the answer, its characters, its probability.
+        let said = ok(seqlab(&[
+            "predict",
+            "--run",
+            run.to_str().unwrap(),
+            "--question",
+            "What is the capital of Peru?",
+            "--context",
+            "The capital of Chile is Lima. The capital of Peru is Oslo.",
+        ]));
+        assert!(said.contains("answer: ") && said.contains("characters: ") && said.contains("probability: "), "{said}");
+        let answer = said.lines().next().unwrap().trim_start_matches("answer: ");
+        assert!(CITIES.contains(&answer), "{config}: {said}");
         // Sentences are not questions: a clear refusal.
         let plain = dir.path().join("plain.txt");
         std::fs::write(&plain, "Paris is a city\n").unwrap();
