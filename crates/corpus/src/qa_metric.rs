@@ -48,16 +48,7 @@ impl QaMetric {
     pub fn score<'a>(&self, pairs: impl IntoIterator<Item = (&'a str, &'a [String])>) -> QaScore {
         match self {
             QaMetric::Squad => qa_score(pairs),
-            QaMetric::Cmrc => {
-                let (mut em, mut f1, mut n) = (0.0, 0.0, 0usize);
-                for (pred, golds) in pairs {
-                    em += golds.iter().map(|g| cmrc_exact_match(pred, g)).fold(0.0, f64::max);
-                    f1 += golds.iter().map(|g| cmrc_f1(pred, g)).fold(0.0, f64::max);
-                    n += 1;
-                }
-                let d = n.max(1) as f64;
-                QaScore { exact_match: em / d, f1: f1 / d, questions: n }
-            }
+            QaMetric::Cmrc => crate::squad::qa_score_with(pairs, cmrc_exact_match, cmrc_f1),
         }
     }
 

@@ -333,14 +333,24 @@ pub struct QaScore {
 
 /// Scores `(prediction, gold answers)` pairs as the official v1.1 script does.
 pub fn qa_score<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a [String])>) -> QaScore {
-    let (mut em, mut f1, mut n) = (0.0, 0.0, 0usize);
+    qa_score_with(pairs, exact_match, token_f1)
+}
+
+/// Exact match and F1 of each question, the max over its gold answers
+/// under the metric's `em` and `f1`, averaged over the questions.
+pub fn qa_score_with<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a [String])>,
+    em: fn(&str, &str) -> f64,
+    f1: fn(&str, &str) -> f64,
+) -> QaScore {
+    let (mut em_sum, mut f1_sum, mut n) = (0.0, 0.0, 0usize);
     for (pred, golds) in pairs {
-        em += golds.iter().map(|g| exact_match(pred, g)).fold(0.0, f64::max);
-        f1 += golds.iter().map(|g| token_f1(pred, g)).fold(0.0, f64::max);
+        em_sum += golds.iter().map(|g| em(pred, g)).fold(0.0, f64::max);
+        f1_sum += golds.iter().map(|g| f1(pred, g)).fold(0.0, f64::max);
         n += 1;
     }
     let d = n.max(1) as f64;
-    QaScore { exact_match: em / d, f1: f1 / d, questions: n }
+    QaScore { exact_match: em_sum / d, f1: f1_sum / d, questions: n }
 }
 
 /// Whether every question must come with its gold answers.
@@ -411,13 +421,7 @@ pub fn span_text(context: &str, offsets: &[(usize, usize)], first: usize, last: 
     context.chars().skip(start).take(end - start).collect()
 }
 
-/// Characters BERT's basic tokenizer splits one by one (CJK ideographs):
-/// each is a word of its own.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
-        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
-}
+pub(crate) use crate::cues::is_cjk;
 
 /// Sub-tokens `first..=last` widened to whole words: while the piece before
 /// (after) touches the span with letters or digits on both sides, as the
