@@ -60,8 +60,7 @@ pub fn words(chars: &[char]) -> Vec<Word> {
         } else if alnum(c) {
             let start = i;
             while i < chars.len()
-                && (alnum(chars[i])
-                    || (chars[i] == '\'' && i + 1 < chars.len() && alnum(chars[i + 1]) && i > start))
+                && (alnum(chars[i]) || (chars[i] == '\'' && i + 1 < chars.len() && alnum(chars[i + 1]) && i > start))
             {
                 i += 1;
             }

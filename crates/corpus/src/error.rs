@@ -47,4 +47,3 @@ pub fn json_error(path: &std::path::Path, e: &serde_json::Error) -> CorpusError 
         CorpusError::at(path, e.line(), msg)
     }
 }
-

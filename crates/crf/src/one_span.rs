@@ -22,14 +22,18 @@ pub const STATES: usize = 4;
 /// The transitions that keep exactly one span.
 pub fn constraints() -> Constraints {
     let mut trans = vec![vec![false; STATES]; STATES];
-    for (from, to) in [(BEFORE, BEFORE), (BEFORE, BEGIN), (BEGIN, INSIDE), (BEGIN, AFTER), (INSIDE, INSIDE), (INSIDE, AFTER), (AFTER, AFTER)] {
+    for (from, to) in [
+        (BEFORE, BEFORE),
+        (BEFORE, BEGIN),
+        (BEGIN, INSIDE),
+        (BEGIN, AFTER),
+        (INSIDE, INSIDE),
+        (INSIDE, AFTER),
+        (AFTER, AFTER),
+    ] {
         trans[from][to] = true;
     }
-    Constraints {
-        trans,
-        start: vec![true, true, false, false],
-        end: vec![false, true, true, true],
-    }
+    Constraints { trans, start: vec![true, true, false, false], end: vec![false, true, true, true] }
 }
 
 /// The state path of span `start..=end` in `n` tokens.
@@ -61,7 +65,8 @@ pub fn span_log_probs(s: &Scores, em: &[f64], max_len: usize) -> Vec<(usize, usi
             cum[p + 1][x] = cum[p][x] + em[p * STATES + x];
         }
     }
-    let sum = |x: usize, a: usize, b: usize| cum[b][x] - cum[a][x]; // positions a..b
+    // The emissions of state x summed over positions a..b.
+    let sum = |x: usize, a: usize, b: usize| cum[b][x] - cum[a][x];
     // Before the span (positions 0..i), ending in the step into BEGIN at i.
     let head = |i: usize| {
         if i == 0 {

@@ -143,8 +143,10 @@ pub fn pointer_spans(em: &[f32], max_len: usize) -> Vec<(usize, usize, f32)> {
         xs.into_iter().map(|x| x - z).collect::<Vec<f32>>()
     };
     let (ls, le) = (log_softmax(0), log_softmax(1));
-    let spans: Vec<(usize, usize, f32)> =
-        (0..n).flat_map(|i| (i..n.min(i + max_len.max(1))).map(move |j| (i, j))).map(|(i, j)| (i, j, ls[i] + le[j])).collect();
+    let spans: Vec<(usize, usize, f32)> = (0..n)
+        .flat_map(|i| (i..n.min(i + max_len.max(1))).map(move |j| (i, j)))
+        .map(|(i, j)| (i, j, ls[i] + le[j]))
+        .collect();
     normalise(spans)
 }
 

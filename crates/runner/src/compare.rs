@@ -98,9 +98,18 @@ fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
     .collect();
     header.extend(types.iter().map(|t| format!("test_f1_{t}")));
     header.extend(
-        ["best_epoch", "epochs", "train_seconds", "tokens_per_second", "qa_dev_exact_match", "qa_dev_f1", "qa_test_exact_match", "qa_test_f1"]
-            .iter()
-            .map(|s| s.to_string()),
+        [
+            "best_epoch",
+            "epochs",
+            "train_seconds",
+            "tokens_per_second",
+            "qa_dev_exact_match",
+            "qa_dev_f1",
+            "qa_test_exact_match",
+            "qa_test_f1",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
     );
     w.write_record(&header)?;
     for r in runs {

@@ -14,7 +14,12 @@ use std::ops::Range;
 /// The window of `width` tokens (wider when the span is) around the span
 /// `first..=last` of a sentence of `len` tokens, placed by `draw` in
 /// `[0, choices)`; an untagged sentence (`None`) gets any window.
-pub fn window(len: usize, span: Option<(usize, usize)>, width: usize, draw: &mut impl FnMut(usize) -> usize) -> Range<usize> {
+pub fn window(
+    len: usize,
+    span: Option<(usize, usize)>,
+    width: usize,
+    draw: &mut impl FnMut(usize) -> usize,
+) -> Range<usize> {
     if len <= width {
         return 0..len;
     }
@@ -70,7 +75,10 @@ mod tests {
                 for first in 0..len {
                     for last in first..len.min(first + 15) {
                         let r = window(len, Some((first, last)), width, &mut draw);
-                        assert!(r.start <= first && r.end > last && r.end <= len, "{len} {width} {first} {last}: {r:?}");
+                        assert!(
+                            r.start <= first && r.end > last && r.end <= len,
+                            "{len} {width} {first} {last}: {r:?}"
+                        );
                         assert_eq!(r.len(), len.min(width.max(last + 1 - first)));
                     }
                 }
@@ -96,7 +104,11 @@ mod tests {
         assert_ne!(a, b, "another epoch, other windows");
         for (w, e) in a.iter().zip(&encoded) {
             let (wt, et) = (w.context().tags.as_ref().unwrap(), e.context().tags.as_ref().unwrap());
-            assert_eq!(wt.iter().filter(|&&y| y != o).count(), et.iter().filter(|&&y| y != o).count(), "the span is whole");
+            assert_eq!(
+                wt.iter().filter(|&&y| y != o).count(),
+                et.iter().filter(|&&y| y != o).count(),
+                "the span is whole"
+            );
             assert_eq!(w.cues().unwrap().len(), w.len() * corpus::cues::CUES);
             assert!(w.len() <= e.len().min(5).max(wt.iter().filter(|&&y| y != o).count()));
         }

@@ -68,7 +68,13 @@ pub struct Request {
 impl Request {
     /// Tags only, in planned batches.
     pub fn tagging(windows: Windows) -> Request {
-        Request { windows, batching: Batching::Planned(EVAL_BATCH), confidence: false, attention: false, answers: false }
+        Request {
+            windows,
+            batching: Batching::Planned(EVAL_BATCH),
+            confidence: false,
+            attention: false,
+            answers: false,
+        }
     }
 
     pub fn with_answers(mut self, answers: bool) -> Request {

@@ -114,7 +114,11 @@ pub fn qa_input(run_dir: &Path, name: &Path, text: &str) -> Result<(Vec<Sentence
 
 /// One question about one context (`predict --question … --context …`)
 /// as a QA input of one item.
-pub fn one_question(run_dir: &Path, question: &str, context: &str) -> Result<(Vec<Sentence>, Vec<corpus::squad::QaItem>)> {
+pub fn one_question(
+    run_dir: &Path,
+    question: &str,
+    context: &str,
+) -> Result<(Vec<Sentence>, Vec<corpus::squad::QaItem>)> {
     if question.trim().is_empty() || context.trim().is_empty() {
         anyhow::bail!("--question and --context (or --context-file) must both have text");
     }

@@ -97,7 +97,14 @@ mod tests {
     use corpus::Tag;
 
     fn item(context: &str, offsets: Vec<(usize, usize)>) -> QaItem {
-        QaItem { id: "q".into(), question: vec![], question_text: String::new(), context: context.into(), offsets, answers: vec![] }
+        QaItem {
+            id: "q".into(),
+            question: vec![],
+            question_text: String::new(),
+            context: context.into(),
+            offsets,
+            answers: vec![],
+        }
     }
 
     #[test]
@@ -130,7 +137,10 @@ mod tests {
         let s = shuffled_questions(&items);
         for (k, it) in s.iter().enumerate() {
             let from = (k + 2) % 5;
-            assert_eq!((it.question_text.as_str(), it.answers[0].as_str()), (format!("w{from}?").as_str(), format!("a{k}").as_str()));
+            assert_eq!(
+                (it.question_text.as_str(), it.answers[0].as_str()),
+                (format!("w{from}?").as_str(), format!("a{k}").as_str())
+            );
             assert_eq!(it.question, items[from].question);
             assert_eq!(it.context, items[k].context);
         }

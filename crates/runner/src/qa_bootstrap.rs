@@ -32,10 +32,9 @@ pub fn read(path: &Path) -> Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
     for (k, row) in r.records().enumerate() {
         let row = row.with_context(|| format!("{}: row {}", path.display(), k + 2))?;
-        let f1: f64 = row
-            .get(2)
-            .and_then(|x| x.parse().ok())
-            .with_context(|| format!("{}:{}: expected `id,exact_match,f1` with a number as f1", path.display(), k + 2))?;
+        let f1: f64 = row.get(2).and_then(|x| x.parse().ok()).with_context(|| {
+            format!("{}:{}: expected `id,exact_match,f1` with a number as f1", path.display(), k + 2)
+        })?;
         out.insert(row.get(0).unwrap_or_default().to_string(), f1);
     }
     Ok(out)
@@ -70,7 +69,8 @@ pub fn difference(a: &Setting, b: &Setting, samples: usize, seed: u64) -> Result
         bail!("the runs share no test question");
     }
     // Scores as [seed][question] matrices over the common questions.
-    let matrix = |s: &Setting| -> Vec<Vec<f64>> { s.values().map(|run| common.iter().map(|q| run[*q]).collect()).collect() };
+    let matrix =
+        |s: &Setting| -> Vec<Vec<f64>> { s.values().map(|run| common.iter().map(|q| run[*q]).collect()).collect() };
     let (ma, mb) = (matrix(a), matrix(b));
     let paired_seeds = a.keys().eq(b.keys());
     let n = common.len();
@@ -85,11 +85,8 @@ pub fn difference(a: &Setting, b: &Setting, samples: usize, seed: u64) -> Result
     for _ in 0..samples.max(1) {
         let qs: Vec<usize> = (0..n).map(|_| rng.random_range(0..n)).collect();
         let seeds_a: Vec<usize> = (0..ma.len()).map(|_| rng.random_range(0..ma.len())).collect();
-        let seeds_b: Vec<usize> = if paired_seeds {
-            seeds_a.clone()
-        } else {
-            (0..mb.len()).map(|_| rng.random_range(0..mb.len())).collect()
-        };
+        let seeds_b: Vec<usize> =
+            if paired_seeds { seeds_a.clone() } else { (0..mb.len()).map(|_| rng.random_range(0..mb.len())).collect() };
         deltas.push(mean(&ma, &seeds_a, &qs) - mean(&mb, &seeds_b, &qs));
     }
     deltas.sort_by(f64::total_cmp);
@@ -102,9 +99,7 @@ mod tests {
     use super::*;
 
     fn setting(runs: &[(u64, &[f64])]) -> Setting {
-        runs.iter()
-            .map(|(s, f1)| (*s, f1.iter().enumerate().map(|(q, &x)| (format!("q{q}"), x)).collect()))
-            .collect()
+        runs.iter().map(|(s, f1)| (*s, f1.iter().enumerate().map(|(q, &x)| (format!("q{q}"), x)).collect())).collect()
     }
 
     #[test]

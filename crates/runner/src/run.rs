@@ -146,7 +146,8 @@ pub fn evaluate<B: SeqBackend>(
     let TaggedSplit { tagged, windowed } =
         run.tag::<B>(&run.encode(split, answers), false, answers.is_some(), device, reporter)?;
     let counts = infer::score_predictions(split, &tagged);
-    let qa = answers.map(|items| (crate::qa::score(items, &crate::qa::answers(items, &tagged), run.qa_metric()), run.qa_metric()));
+    let qa = answers
+        .map(|items| (crate::qa::score(items, &crate::qa::answers(items, &tagged), run.qa_metric()), run.qa_metric()));
     Ok(Evaluation { counts, sentences: split.len(), windowed, qa })
 }
 
@@ -172,8 +173,10 @@ pub fn predict<B: SeqBackend>(
     let tagged = run.tag::<B>(&run.encode(sentences, qa), want_conf, qa.is_some(), device, reporter)?.tagged;
     if let Some(items) = qa {
         let answers = crate::qa::answers(items, &tagged);
-        let score_line =
-            items.iter().all(|i| !i.answers.is_empty()).then(|| crate::qa::line(&crate::qa::score(items, &answers, run.qa_metric()), run.qa_metric()));
+        let score_line = items
+            .iter()
+            .all(|i| !i.answers.is_empty())
+            .then(|| crate::qa::line(&crate::qa::score(items, &answers, run.qa_metric()), run.qa_metric()));
         return Ok(Prediction { output: format!("{}\n", crate::qa::predictions_json(items, &answers)), score_line });
     }
     let output = match format {

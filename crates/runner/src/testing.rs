@@ -54,11 +54,8 @@ pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
     let examples = data
         .iter()
         .map(|(t, sp)| {
-            let answer: Vec<corpus::Span> = sp
-                .iter()
-                .take(1)
-                .map(|s| corpus::Span { label: corpus::squad::ANSWER.into(), ..s.clone() })
-                .collect();
+            let answer: Vec<corpus::Span> =
+                sp.iter().take(1).map(|s| corpus::Span { label: corpus::squad::ANSWER.into(), ..s.clone() }).collect();
             let tags = Scheme::Bioes.encode(t.len(), &answer);
             let from = answer.first().map_or(0, |s| s.start);
             let question: Vec<String> = t[from.saturating_sub(3)..from].to_vec();

@@ -185,7 +185,8 @@ where
     fn examples(&self, epoch: usize) -> std::borrow::Cow<'a, [corpus::Example]> {
         let t = &self.cfg.train;
         if t.answer_window > 0 && epoch <= t.answer_window_epochs {
-            let cut = crate::curriculum::windows(&self.prep.train, o_tag(self.prep), t.answer_window, self.cfg.seed, epoch);
+            let cut =
+                crate::curriculum::windows(&self.prep.train, o_tag(self.prep), t.answer_window, self.cfg.seed, epoch);
             std::borrow::Cow::Owned(cut)
         } else {
             std::borrow::Cow::Borrowed(&self.prep.train)
@@ -411,7 +412,7 @@ fn score_dev<B: SeqBackend>(
         Some(items) => {
             let metric = prep.vocabs.qa_metric.unwrap_or_default();
             crate::qa::score(items, &crate::qa::answers(items, &tagged), metric).f1
-        },
+        }
         None => r.overall.f1,
     })
 }

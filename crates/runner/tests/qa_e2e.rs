@@ -61,7 +61,8 @@ fn qa_taggers_train_and_report_official_answer_scores() {
 
     // Picking any of the three capitals scores 1/3; a reader that reads
     // the question answers nearly all.
-    for (config, run) in [("qa-cross.toml", dir.path().join("cross")), ("qa-concat-self.toml", dir.path().join("concat"))]
+    for (config, run) in
+        [("qa-cross.toml", dir.path().join("cross")), ("qa-concat-self.toml", dir.path().join("concat"))]
     {
         ok(train(&data, config, &run, "12"));
         let summary: serde_json::Value =

@@ -168,7 +168,8 @@ impl Job for AnswerJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let answers = runner::run::answer::<B::InnerBackend>(&self.run, &self.sentences, &self.items, &device, &Console)?;
+        let answers =
+            runner::run::answer::<B::InnerBackend>(&self.run, &self.sentences, &self.items, &device, &Console)?;
         match answers.into_iter().next().flatten() {
             Some(a) => {
                 println!("answer: {}", a.text);
