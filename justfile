@@ -58,7 +58,8 @@ qa-baseline DATA=squad: (_qa DATA)
 # × seeds 1–5 (paired), qa-concat-self-deep and qa-bilstm × seeds 1–3, two runs
 # side by side at one thread each (runs in experiments/runs/qa/); then the
 # question-shuffle ablation of every run, the baselines, the attention share of
-# the concatenating runs, and seqlab compare (bootstrap intervals of every pair).
+# the concatenating runs, attention pictures of a dev question (context →
+# question) for cross and concat, and seqlab compare (bootstrap intervals of every pair).
 qa-experiments DATA=squad: (_qa DATA)
     for s in 1 2 3 4 5; do {{seqlab}} train --config experiments/configs/qa-cross.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-cross-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-concat-self.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-s$s --quiet & wait; done
     for s in 1 2 3; do {{seqlab}} train --config experiments/configs/qa-concat-self-deep.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-deep-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-bilstm-s$s --quiet & wait; done
@@ -66,6 +67,7 @@ qa-experiments DATA=squad: (_qa DATA)
     mkdir -p experiments/qa
     {{seqlab}} qa baseline --data {{DATA}} --split test --out experiments/qa/baselines.json
     for r in experiments/runs/qa/qa-concat-self-s1 experiments/runs/qa/qa-concat-self-deep-s1; do {{seqlab}} qa attention --run $r --split dev; done
+    for r in qa-cross-s1 qa-concat-self-s1; do {{seqlab}} visualize --run experiments/runs/qa/$r --split dev --sentence 0 --out experiments/qa/pictures/$r; done
     {{seqlab}} compare experiments/runs/qa/* --out experiments/qa
 
 # Writes experiments/heads-sweep.md (F1, epochs to best, collapsed heads) and

@@ -8,7 +8,7 @@ use crate::input::{TaggerInput, Tokens};
 use crate::linear::per_token;
 use crate::ops::SeqBackend;
 use crate::span::{AnswerSpan, SpanTags};
-use crate::transformer::{AttentionConfig, AttentionEncoder, Memory};
+use crate::transformer::{AttentionConfig, AttentionEncoder, Encoded, Memory};
 use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
@@ -281,22 +281,24 @@ impl<B: Backend> Encoder<B> {
     where
         B: SeqBackend,
     {
-        self.forward_with_memory(x, mask, None, want_weights)
+        let out = self.forward_with_memory(x, mask, None, want_weights);
+        (out.h, out.attention)
     }
 
-    /// [`Self::forward`] with a memory for cross-encoder blocks to attend to.
+    /// [`Self::forward`] with a memory for cross-encoder blocks to attend
+    /// to, and their cross-attention weights when asked.
     pub fn forward_with_memory(
         &self,
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
         memory: Option<&Memory<B>>,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    ) -> Encoded<B>
     where
         B: SeqBackend,
     {
         match self {
-            Encoder::BiLstm(m) => (m.forward(x, mask), Vec::new()),
+            Encoder::BiLstm(m) => Encoded { h: m.forward(x, mask), attention: Vec::new(), cross: Vec::new() },
             Encoder::Attention(m) => m.forward_with_memory(x, mask, memory, want_weights),
         }
     }
@@ -331,8 +333,14 @@ pub struct Tagger<B: Backend> {
 pub struct TaggerOutput<B: Backend> {
     /// `[B, L, T]`.
     pub emissions: Tensor<B, 3>,
-    /// Per layer `[B, H, L, L]`.
+    /// Per layer, the encoder's self-attention: `[B, H, L, L]` over the
+    /// context, or for a concat reader `[B, H, Lj, Lj]` over `question
+    /// [SEP] context`, each row packed as [`join_question`] packs it (the
+    /// question at `0..nq`, the separator at `nq`, the context from `nq + 1`).
     pub attention: Vec<Tensor<B, 4>>,
+    /// Per layer, a cross reader's context → question cross-attention,
+    /// `[B, H, L, Lq]` (empty for other readers).
+    pub cross: Vec<Tensor<B, 4>>,
 }
 
 impl<B: Backend> Tagger<B> {
@@ -358,44 +366,32 @@ impl<B: SeqBackend> Tagger<B> {
     pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> Result<TaggerOutput<B>, TaggerError> {
         let (c, q) = (input.context(), input.question());
         let x = self.features.forward(c, q, input.cues()); // [B, L, D]
-        let (h, attention) = match (self.question, q) {
-            (QuestionMode::None, None) => self.encoder.forward(x, c.mask.clone(), want_weights), // [B, L, D_out]
+        let out = match (self.question, q) {
+            (QuestionMode::None, None) => self.encoder.forward_with_memory(x, c.mask.clone(), None, want_weights), // [B, L, D_out]
             (QuestionMode::None, Some(_)) => return Err(TaggerError::UnexpectedQuestion),
             (mode, None) => return Err(TaggerError::MissingQuestion(mode)),
             (QuestionMode::Concat, Some(q)) => self.encode_concat(x, c, q, want_weights),
             (QuestionMode::Cross, Some(q)) => self.encode_cross(x, c, q, want_weights),
         };
-        Ok(TaggerOutput { emissions: per_token(&self.emit, h), attention })
+        Ok(TaggerOutput { emissions: per_token(&self.emit, out.h), attention: out.attention, cross: out.cross })
     }
 
     /// `question [SEP] context` through the encoder; the context's
     /// positions of the output, `[B, L, D_out]`.
-    fn encode_concat(
-        &self,
-        x: Tensor<B, 3>,
-        input: &Tokens<B>,
-        q: &Tokens<B>,
-        want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+    fn encode_concat(&self, x: Tensor<B, 3>, input: &Tokens<B>, q: &Tokens<B>, want_weights: bool) -> Encoded<B> {
         let sep = self.separator.as_ref().expect("a tagger built for question = \"concat\" has a separator");
         let qx = self.features.forward(q, None, None); // [B, Lq, D]
         let (joint, joint_mask, context_at) = join_question(qx, &q.lengths, sep.val(), x, &input.lengths);
-        let (h, attention) = self.encoder.forward(joint, joint_mask, want_weights); // [B, Lq+1+L, D_out]
+        let out = self.encoder.forward_with_memory(joint, joint_mask, None, want_weights); // [B, Lq+1+L, D_out]
         let [b, l] = input.dims();
-        let d = h.dims()[2];
-        (h.gather(1, context_at.unsqueeze_dim::<3>(2).expand([b, l, d])), attention)
-        // [B, L, D_out]
+        let d = out.h.dims()[2];
+        let h = out.h.gather(1, context_at.unsqueeze_dim::<3>(2).expand([b, l, d])); // [B, L, D_out]
+        Encoded { h, ..out }
     }
 
     /// The question through the encoder, then the context through it
     /// attending to the encoded question: `[B, L, D_out]`.
-    fn encode_cross(
-        &self,
-        x: Tensor<B, 3>,
-        input: &Tokens<B>,
-        q: &Tokens<B>,
-        want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>) {
+    fn encode_cross(&self, x: Tensor<B, 3>, input: &Tokens<B>, q: &Tokens<B>, want_weights: bool) -> Encoded<B> {
         let qx = self.features.forward(q, None, None); // [B, Lq, D]
         let (memory, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D_out]
         let memory = (memory, q.mask.clone());

@@ -164,9 +164,10 @@ pub struct Block<B: Backend> {
 }
 
 impl<B: Backend> Block<B> {
-    /// One pre-norm block; returns the self-attention weights when asked.
-    /// With a memory, a cross-encoder block attends to it after
-    /// self-attention; a block without cross-attention ignores it.
+    /// One pre-norm block; returns its self-attention weights `[B, H, L, L]`
+    /// and cross-attention weights `[B, H, L, Lm]` when asked. With a
+    /// memory, a cross-encoder block attends to it after self-attention; a
+    /// block without cross-attention ignores it.
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
@@ -174,21 +175,23 @@ impl<B: Backend> Block<B> {
         memory: Option<&Memory<B>>,
         plan: AttentionPlan,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>)
+    ) -> (Tensor<B, 3>, Option<Tensor<B, 4>>, Option<Tensor<B, 4>>)
     where
         B: SeqBackend,
     {
         let h = self.norm1.forward(x.clone()); // [B, L, D]
         let att = self.attention.forward(h.clone(), h, mask.clone(), plan, want_weights);
         let mut x = x + self.dropout.forward(att.context); // [B, L, D]
+        let mut cross_weights = None;
         if let (Some(cross), Some((m, m_mask))) = (&self.cross, memory) {
             let h = cross.norm.forward(x.clone()); // [B, L, D]
-            let c = cross.attention.forward(h, mask, m.clone(), m_mask.clone(), plan, false); // [B, L, D]
+            let c = cross.attention.forward(h, mask, m.clone(), m_mask.clone(), plan, want_weights); // [B, L, D]
             x = x + self.dropout.forward(c.context);
+            cross_weights = c.weights; // [B, H, L, Lm]
         }
         let h = self.norm2.forward(x.clone());
         let h = per_token(&self.ff2, self.dropout.forward(relu(per_token(&self.ff1, h)))); // [B, L, D]
-        (x + self.dropout.forward(h), att.weights)
+        (x + self.dropout.forward(h), att.weights, cross_weights)
     }
 }
 
@@ -200,6 +203,17 @@ impl<B: Backend> Block<B> {
 fn add_positions<B: Backend>(h: Tensor<B, 3>, positions: Tensor<B, 2>) -> Tensor<B, 3> {
     let [b, l, d] = h.dims();
     (h.reshape([b, l * d]) + positions.reshape([1, l * d])).reshape([b, l, d])
+}
+
+/// An encoder's output and, when asked, its attention weights per layer.
+pub struct Encoded<B: Backend> {
+    /// `[B, L, D]`, zero at padding.
+    pub h: Tensor<B, 3>,
+    /// Self-attention per layer, `[B, H, L, L]`.
+    pub attention: Vec<Tensor<B, 4>>,
+    /// Cross-attention to the memory per layer, `[B, H, L, Lm]` (a cross
+    /// encoder given a memory only).
+    pub cross: Vec<Tensor<B, 4>>,
 }
 
 #[derive(Module, Debug)]
@@ -227,18 +241,20 @@ impl<B: Backend> AttentionEncoder<B> {
     where
         B: SeqBackend,
     {
-        self.forward_with_memory(x, mask, None, want_weights)
+        let out = self.forward_with_memory(x, mask, None, want_weights);
+        (out.h, out.attention)
     }
 
     /// [`Self::forward`], the blocks of a cross encoder also attending to
-    /// `memory` (`[B, Lm, d_model]`, e.g. the encoded question).
+    /// `memory` (`[B, Lm, d_model]`, e.g. the encoded question); with
+    /// `want_weights`, the cross-attention weights too.
     pub fn forward_with_memory(
         &self,
         x: Tensor<B, 3>,
         mask: Tensor<B, 2, Bool>,
         memory: Option<&Memory<B>>,
         want_weights: bool,
-    ) -> (Tensor<B, 3>, Vec<Tensor<B, 4>>)
+    ) -> Encoded<B>
     where
         B: SeqBackend,
     {
@@ -253,14 +269,15 @@ impl<B: Backend> AttentionEncoder<B> {
             h = add_positions(h, p.forward(l, &device));
         }
         let mut h = self.dropout.forward(h);
-        let mut weights = Vec::new();
+        let (mut attention, mut cross) = (Vec::new(), Vec::new());
         for block in &self.blocks {
-            let (next, w) = block.forward(h, mask.clone(), memory, plan, want_weights);
+            let (next, own, to_memory) = block.forward(h, mask.clone(), memory, plan, want_weights);
             h = next;
-            weights.extend(w);
+            attention.extend(own);
+            cross.extend(to_memory);
         }
         let keep = mask.float().unsqueeze_dim::<3>(2).expand([b, l, d]);
-        (self.norm.forward(h) * keep, weights)
+        Encoded { h: self.norm.forward(h) * keep, attention, cross }
     }
 }
 

@@ -89,3 +89,50 @@ fn attention_layers_count_the_attention_blocks() {
         assert_eq!(cfg.init::<B>(shape(), &dev).attention_layers(), layers);
     }
 }
+
+/// Asked for weights, a cross reader gives each layer's context → question
+/// cross-attention `[B, H, L, Lq]` (a distribution over the real question
+/// tokens for every real context token, zero elsewhere) beside its context
+/// self-attention; a concat reader gives its self-attention over the joint
+/// `question [SEP] context` rows and no cross weights.
+#[test]
+fn readers_give_their_context_to_question_weights() {
+    let dev = Default::default();
+    let tags = Scheme::Bioes.tag_set(&["ANS".into()]);
+    let shape = || TaggerShape { words: 6, chars: 6, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+    let padded = batch(true);
+    let input = TaggerInput::<B>::from_batch(&padded, &dev);
+    // Contexts of 3 and 2 tokens, questions of 2 and 1.
+    let (contexts, questions) = ([3usize, 2], [2usize, 1]);
+
+    let cross = common::small_tagger(EncoderKind::Attention, QuestionMode::Cross).init::<B>(shape(), &dev);
+    let out = cross.forward(&input, true).unwrap();
+    assert_eq!((out.attention.len(), out.cross.len()), (cross.attention_layers(), cross.attention_layers()));
+    for w in &out.cross {
+        let [b, h, l, lq] = w.dims();
+        assert_eq!([b, l, lq], [2, 3, 2]);
+        let v: Vec<f32> = w.clone().into_data().iter::<f32>().collect();
+        for (row, (&nc, &nq)) in contexts.iter().zip(&questions).enumerate() {
+            for head in 0..h {
+                for i in 0..l {
+                    let at = |j: usize| v[((row * h + head) * l + i) * lq + j];
+                    let real: f32 = (0..nq).map(at).sum();
+                    let padding: f32 = (nq..lq).map(at).sum();
+                    let want = if i < nc { 1.0 } else { 0.0 };
+                    assert!((real - want).abs() < 1e-5 && padding == 0.0, "row {row} head {head} token {i}");
+                }
+            }
+        }
+    }
+    for w in &out.attention {
+        assert_eq!(w.dims()[2..], [3, 3], "the cross reader's self-attention is over the context");
+    }
+
+    let concat = common::small_tagger(EncoderKind::Attention, QuestionMode::Concat).init::<B>(shape(), &dev);
+    let out = concat.forward(&input, true).unwrap();
+    assert!(out.cross.is_empty());
+    for w in &out.attention {
+        // The longest question + [SEP] + context: 2 + 1 + 3.
+        assert_eq!(w.dims()[2..], [6, 6], "the concat reader's self-attention is over the joint rows");
+    }
+}

@@ -15,6 +15,9 @@ use corpus::window::{owners, windows};
 use corpus::{Sentence, Tag, Vocabs};
 use encoders::ops::SeqBackend;
 use encoders::{Tagger, TaggerInput};
+
+use crate::attention_map::attention_maps;
+pub use crate::attention_map::{QuestionAttention, SentenceAttention};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -96,14 +99,6 @@ impl Request {
         self.batching = Batching::Given(groups);
         self
     }
-}
-
-/// One sentence's attention: per layer `[heads, len, len]` over its real tokens.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SentenceAttention {
-    pub heads: usize,
-    pub len: usize,
-    pub layers: Vec<Vec<f32>>,
 }
 
 /// A tagged sentence: predicted tags in the data's scheme, and each tag's
@@ -237,7 +232,7 @@ fn encode_pieces<B: SeqBackend>(
             let l = batch.context().len;
             let per_piece: Vec<Vec<f32>> =
                 ids.iter().enumerate().map(|(b, &p)| e[b * l * t..(b * l + pieces.lengths[p]) * t].to_vec()).collect();
-            let maps = if attention { attention_maps(out.attention, &ids, &pieces.lengths) } else { Vec::new() };
+            let maps = if attention { attention_maps(out.attention, out.cross, &batch) } else { Vec::new() };
             Ok((ids, per_piece, maps))
         })
         .collect::<anyhow::Result<_>>()?;
@@ -254,34 +249,6 @@ fn encode_pieces<B: SeqBackend>(
     let attention =
         pieces.of.iter().map(|r| if r.len() == 1 { by_piece[r.start].take() } else { None }).collect::<Vec<_>>();
     Ok(Emitted { emissions, attention })
-}
-
-/// Per piece of the batch, its attention over its real tokens, from the
-/// layers' `[b, H, L, L]` weights.
-fn attention_maps<B: SeqBackend>(
-    layers: Vec<burn::tensor::Tensor<B, 4>>,
-    ids: &[usize],
-    lengths: &[usize],
-) -> Vec<SentenceAttention> {
-    let mut maps: Vec<SentenceAttention> =
-        ids.iter().map(|&p| SentenceAttention { heads: 0, len: lengths[p], layers: Vec::new() }).collect();
-    for w in layers {
-        let [_, h, lp, _] = w.dims();
-        let values: Vec<f32> = w.into_data().iter::<f32>().collect();
-        for (b, m) in maps.iter_mut().enumerate() {
-            let n = m.len;
-            m.heads = h;
-            let mut a = Vec::with_capacity(h * n * n);
-            for head in 0..h {
-                for i in 0..n {
-                    let row = ((b * h + head) * lp + i) * lp;
-                    a.extend_from_slice(&values[row..row + n]);
-                }
-            }
-            m.layers.push(a);
-        }
-    }
-    maps
 }
 
 /// Decodes every sentence's stitched emissions on the host, in parallel

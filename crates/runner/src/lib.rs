@@ -21,6 +21,7 @@
 //!   `bench predict`, heads, visualize).
 
 pub mod analysis;
+pub mod attention_map;
 pub mod bench;
 pub mod checkpoint;
 pub mod compare;

@@ -7,7 +7,8 @@
 //! cross sublayer attends to the question alone, so its share is 1 by
 //! construction; this measures the concatenating readers.
 
-use anyhow::{bail, Result};
+use crate::attention_map::attention_maps;
+use anyhow::{bail, Context, Result};
 use corpus::batch::Batch;
 use corpus::Example;
 use encoders::ops::SeqBackend;
@@ -49,25 +50,18 @@ pub fn question_share<B: SeqBackend>(
     let mut sums = vec![(0.0f64, 0.0f64, 0.0f64); layers];
     for ids in kept.chunks(CHUNK) {
         let batch = Batch::pad(data, ids);
-        let Batch::Asked { context, question, .. } = &batch else { bail!("the examples have no questions") };
+        if !matches!(batch, Batch::Asked { .. }) {
+            bail!("the examples have no questions");
+        }
         let out = model.forward(&TaggerInput::<B>::from_batch(&batch, device), true)?;
-        for (layer, w) in out.attention.into_iter().enumerate() {
-            let [b, h, lt, _] = w.dims();
-            let v: Vec<f32> = w.into_data().iter::<f32>().collect();
-            for row in 0..b {
-                let (nq, nc) = (question.lengths[row], context.lengths[row]);
-                let (mut q, mut sep) = (0.0f64, 0.0f64);
-                for head in 0..h {
-                    for i in nq + 1..nq + 1 + nc {
-                        let at = ((row * h + head) * lt + i) * lt;
-                        q += v[at..at + nq].iter().map(|&x| f64::from(x)).sum::<f64>();
-                        sep += f64::from(v[at + nq]);
-                    }
-                }
-                let n = (h * nc).max(1) as f64;
-                sums[layer].0 += q / n;
-                sums[layer].1 += nq as f64 / (nq + 1 + nc) as f64;
-                sums[layer].2 += sep / n;
+        for m in attention_maps(out.attention, out.cross, &batch) {
+            let q = m.question.as_ref().context("the reader gave no attention on the question")?;
+            let heads: Vec<usize> = (0..m.heads).collect();
+            let mean = |v: Vec<f32>| v.iter().map(|&x| f64::from(x)).sum::<f64>() / m.len.max(1) as f64;
+            for (layer, sum) in sums.iter_mut().enumerate() {
+                sum.0 += mean(q.share_on_question(layer, &heads, m.len));
+                sum.1 += q.len as f64 / (q.len + 1 + m.len) as f64;
+                sum.2 += mean(q.share_on_separator(layer, &heads, m.len));
             }
         }
     }

@@ -6,7 +6,7 @@
 //! text: a browser renders CJK tokens with whatever CJK font the system has,
 //! through the `font-family` fallback list below; no font file is needed.
 
-use crate::infer::{self, Request, SentenceAttention, Windows};
+use crate::infer::{self, QuestionAttention, Request, SentenceAttention, Windows};
 use crate::run::LoadedRun;
 use anyhow::{Context, Result};
 use encoders::ops::SeqBackend;
@@ -302,6 +302,9 @@ pub fn pictures<B: SeqBackend>(
     let mut images = draw_heads(&d, &opts.out)?;
     images.extend(draw_clustered(&d, &opts.out)?);
     images.extend(draw_focus(&d, &opts.out)?);
+    if let (Some(asked), Some(item)) = (&attention.question, question) {
+        images.extend(draw_question(&d, asked, &item.question, &opts.out)?);
+    }
     let title = format!("{}: {label}", run.cfg.name);
     let html = index_html(&Page { title: &title, tokens, tags: &tags, note: &d.note, images: &images });
     write(&opts.out, "index.html", &html)?;
@@ -414,6 +417,54 @@ fn draw_focus(d: &Drawing, out: &Path) -> Result<Vec<(String, String)>> {
             format!("what \"{}\" (token {focus}) attends to: layer {layer}, head {hd}{}", d.tokens[focus], d.suffix);
         write(out, &name, &bars_svg(&title, &values, &d.labels))?;
         images.push((format!("\"{}\", head {hd}", d.tokens[focus]), name));
+    }
+    Ok(images)
+}
+
+/// Where the shown context tokens look on the question (mean of the
+/// drawn heads): a cross reader's cross-attention, or a concat reader's
+/// question block of its joint self-attention, with, for the latter, each
+/// context token's share of attention on the question against the share
+/// that uniform attention would give.
+fn draw_question(d: &Drawing, a: &QuestionAttention, question: &[String], out: &Path) -> Result<Vec<(String, String)>> {
+    let (layer, c) = (d.layer, a.columns());
+    let w = a.layers.get(layer).context("the model gave no question attention for this layer")?;
+    let heads = d.heads.len().max(1) as f32;
+    let mean: Vec<f32> = d
+        .range
+        .clone()
+        .flat_map(|i| (0..c).map(move |j| (i, j)))
+        .map(|(i, j)| d.heads.iter().map(|&hd| w[(hd * d.l + i) * c + j]).sum::<f32>() / heads)
+        .collect();
+    let mut columns: Vec<String> = question.iter().take(a.len).enumerate().map(|(j, t)| format!("{j}:{t}")).collect();
+    if a.joint {
+        columns.push("[SEP]".into());
+    }
+    let (what, caption) = if a.joint {
+        ("the question block of the joint self-attention", "context → question (concatenated)")
+    } else {
+        ("cross-attention, each row sums to 1", "context → question (cross-attention)")
+    };
+    let name = format!("layer{layer}-question.svg");
+    let title = format!(
+        "layer {layer}, mean of {} heads: context rows attend to question columns ({what}){}",
+        d.heads.len(),
+        d.suffix
+    );
+    write(out, &name, &heatmap_svg(&title, &mean, &d.labels, &columns))?;
+    let mut images = vec![(format!("layer {layer}: {caption}"), name)];
+    if a.joint {
+        let share = a.share_on_question(layer, &d.heads, d.l);
+        let mean_share = share.iter().sum::<f32>() / share.len().max(1) as f32;
+        let uniform = a.len as f32 / (a.len + 1 + d.l) as f32;
+        let name = format!("layer{layer}-question-share.svg");
+        let title = format!(
+            "layer {layer}: share of each context token's attention on the question (mean {mean_share:.3}; uniform attention: {uniform:.3}){}",
+            d.suffix
+        );
+        write(out, &name, &bars_svg(&title, &share[d.range.clone()], &d.labels))?;
+        images
+            .push((format!("layer {layer}: share on the question, mean {mean_share:.3} (uniform {uniform:.3})"), name));
     }
     Ok(images)
 }

@@ -142,6 +142,26 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         assert!(said.contains("answer: ") && said.contains("characters: ") && said.contains("probability: "), "{said}");
         let answer = said.lines().next().unwrap().trim_start_matches("answer: ");
         assert!(CITIES.contains(&answer), "{config}: {said}");
+        // Attention pictures of a test question: where context tokens look on
+        // the question (the cross-attention, or the concat reader's question
+        // block with each context token's share on the question).
+        let pictures = dir.path().join(format!("pictures-{config}"));
+        let said = ok(seqlab(&[
+            "visualize",
+            "--run",
+            run.to_str().unwrap(),
+            "--sentence",
+            "0",
+            "--out",
+            pictures.to_str().unwrap(),
+        ]));
+        assert!(said.contains("pictures of layer 1"), "{said}");
+        let html = std::fs::read_to_string(pictures.join("index.html")).unwrap();
+        let question = std::fs::read_to_string(pictures.join("layer1-question.svg")).unwrap();
+        let concat = config == "qa-concat-self.toml";
+        assert!(html.contains(if concat { "(concatenated)" } else { "(cross-attention)" }), "{config}: {html}");
+        assert!(question.contains("[SEP]") == concat && question.contains("question columns"), "{config}");
+        assert_eq!(pictures.join("layer1-question-share.svg").is_file(), concat, "{config}");
         // Sentences are not questions: a clear refusal.
         let plain = dir.path().join("plain.txt");
         std::fs::write(&plain, "Paris is a city\n").unwrap();

@@ -211,24 +211,23 @@ impl Job for PredictJob {
     }
 }
 
-/// The attention tools (`heads`, `visualize`) need an attention tagger
-/// whose attention is over one sequence: not question [SEP] context.
-fn check_attention_run(run: &LoadedRun, dir: &Path, command: &str, missing: &str) -> Result<()> {
+/// The attention tools (`heads`, `visualize`) need an attention tagger.
+fn check_attention_run(run: &LoadedRun, dir: &Path, missing: &str) -> Result<()> {
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
         anyhow::bail!("{}: a {} tagger {missing}", dir.display(), runner::model::encoder_name(&run.cfg));
-    }
-    if run.cfg.model.question == encoders::QuestionMode::Concat {
-        anyhow::bail!(
-            "{}: its attention spans question [SEP] context, which {command} does not lay out yet (a cross-attention run shows the context's self-attention)",
-            dir.display()
-        );
     }
     Ok(())
 }
 
 pub fn heads(args: HeadsArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
-    check_attention_run(&run, &args.run, "heads", "has no attention heads")?;
+    check_attention_run(&run, &args.run, "has no attention heads")?;
+    if run.cfg.model.question == encoders::QuestionMode::Concat {
+        anyhow::bail!(
+            "{}: its heads spread their attention over question [SEP] context, and heads diagnoses heads over one sequence; `seqlab visualize` draws where the context looks on the question, `seqlab qa attention` gives the shares",
+            args.run.display()
+        );
+    }
     let split = run.split_with_answers(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
@@ -275,7 +274,7 @@ impl Job for HeadsJob {
 
 pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
-    check_attention_run(&run, &args.run, "visualize", "has no attention to draw")?;
+    check_attention_run(&run, &args.run, "has no attention to draw")?;
     let (tokens, question, label) = match (&args.text, args.sentence) {
         (Some(t), _) => (input::text_tokens(t), None, "text".to_string()),
         (None, Some(n)) => {
