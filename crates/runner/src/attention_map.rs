@@ -43,6 +43,20 @@ impl QuestionAttention {
         self.len + usize::from(self.joint)
     }
 
+    /// The share of attention on the question that uniform attention over
+    /// the joint `question [SEP] context` sequence would give:
+    /// `|q| / (|q| + 1 + |c|)`.
+    pub fn uniform_share(&self, context_len: usize) -> f64 {
+        self.len as f64 / (self.len + 1 + context_len) as f64
+    }
+
+    /// `layer`'s weights averaged over `heads`: `[context len, columns]`.
+    pub fn mean_over_heads(&self, layer: usize, heads: &[usize], context_len: usize) -> Vec<f32> {
+        let (w, c) = (&self.layers[layer], self.columns());
+        let n = heads.len().max(1) as f32;
+        (0..context_len * c).map(|k| heads.iter().map(|&h| w[h * context_len * c + k]).sum::<f32>() / n).collect()
+    }
+
     /// Per context token, the mean over `heads` of the share of its
     /// attention on the question's tokens (the separator left out) in `layer`.
     pub fn share_on_question(&self, layer: usize, heads: &[usize], context_len: usize) -> Vec<f32> {
@@ -55,14 +69,8 @@ impl QuestionAttention {
     }
 
     fn share(&self, layer: usize, heads: &[usize], context_len: usize, columns: Range<usize>) -> Vec<f32> {
-        let (w, c) = (&self.layers[layer], self.columns());
-        (0..context_len)
-            .map(|i| {
-                let total: f32 =
-                    heads.iter().map(|&h| w[(h * context_len + i) * c..][columns.clone()].iter().sum::<f32>()).sum();
-                total / heads.len().max(1) as f32
-            })
-            .collect()
+        let mean = self.mean_over_heads(layer, heads, context_len);
+        mean.chunks(self.columns().max(1)).map(|row| row[columns.clone()].iter().sum()).collect()
     }
 }
 
@@ -168,5 +176,20 @@ mod tests {
         assert_eq!(q0.layers[0], [0., 1., 10., 11., 20., 21.]);
         assert_eq!(q1.layers[0], [100., 110.]);
         assert_eq!(q1.share_on_separator(0, &[0], 2), [0., 0.]);
+    }
+
+    /// Two heads over 2 context tokens and a question of 2 (+ [SEP]): the
+    /// drawn map is the mean of the chosen heads, the shares its row sums.
+    #[test]
+    fn head_means_and_shares_against_uniform() {
+        let head0 = [0.1, 0.2, 0.3, 0.0, 0.4, 0.2];
+        let head1 = [0.3, 0.0, 0.1, 0.2, 0.2, 0.0];
+        let a = QuestionAttention { len: 2, joint: true, layers: vec![[head0, head1].concat()] };
+        let close = |a: &[f32], b: &[f32]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+        assert!(close(&a.mean_over_heads(0, &[0, 1], 2), &[0.2, 0.1, 0.2, 0.1, 0.3, 0.1]));
+        assert!(close(&a.mean_over_heads(0, &[1], 2), &head1));
+        assert!(close(&a.share_on_question(0, &[0, 1], 2), &[0.3, 0.4]));
+        assert!(close(&a.share_on_separator(0, &[0, 1], 2), &[0.2, 0.1]));
+        assert!((a.uniform_share(2) - 0.4).abs() < 1e-12);
     }
 }

@@ -60,7 +60,7 @@ pub fn question_share<B: SeqBackend>(
             let mean = |v: Vec<f32>| v.iter().map(|&x| f64::from(x)).sum::<f64>() / m.len.max(1) as f64;
             for (layer, sum) in sums.iter_mut().enumerate() {
                 sum.0 += mean(q.share_on_question(layer, &heads, m.len));
-                sum.1 += q.len as f64 / (q.len + 1 + m.len) as f64;
+                sum.1 += q.uniform_share(m.len);
                 sum.2 += mean(q.share_on_separator(layer, &heads, m.len));
             }
         }

@@ -8,7 +8,7 @@
 
 use crate::infer::{self, QuestionAttention, Request, SentenceAttention, Windows};
 use crate::run::LoadedRun;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use encoders::ops::SeqBackend;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -428,14 +428,11 @@ fn draw_focus(d: &Drawing, out: &Path) -> Result<Vec<(String, String)>> {
 /// that uniform attention would give.
 fn draw_question(d: &Drawing, a: &QuestionAttention, question: &[String], out: &Path) -> Result<Vec<(String, String)>> {
     let (layer, c) = (d.layer, a.columns());
-    let w = a.layers.get(layer).context("the model gave no question attention for this layer")?;
-    let heads = d.heads.len().max(1) as f32;
-    let mean: Vec<f32> = d
-        .range
-        .clone()
-        .flat_map(|i| (0..c).map(move |j| (i, j)))
-        .map(|(i, j)| d.heads.iter().map(|&hd| w[(hd * d.l + i) * c + j]).sum::<f32>() / heads)
-        .collect();
+    if layer >= a.layers.len() {
+        bail!("the model gave no question attention for layer {layer}");
+    }
+    let mean = a.mean_over_heads(layer, &d.heads, d.l);
+    let mean = mean[d.range.start * c..d.range.end * c].to_vec();
     let mut columns: Vec<String> = question.iter().take(a.len).enumerate().map(|(j, t)| format!("{j}:{t}")).collect();
     if a.joint {
         columns.push("[SEP]".into());
@@ -456,7 +453,7 @@ fn draw_question(d: &Drawing, a: &QuestionAttention, question: &[String], out: &
     if a.joint {
         let share = a.share_on_question(layer, &d.heads, d.l);
         let mean_share = share.iter().sum::<f32>() / share.len().max(1) as f32;
-        let uniform = a.len as f32 / (a.len + 1 + d.l) as f32;
+        let uniform = a.uniform_share(d.l);
         let name = format!("layer{layer}-question-share.svg");
         let title = format!(
             "layer {layer}: share of each context token's attention on the question (mean {mean_share:.3}; uniform attention: {uniform:.3}){}",
