@@ -4,7 +4,8 @@
 //! [`tags`] (schemes, spans, conversion) → [`vocab`] (ids) → [`batch`]
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
-//! [`stats`] describes one. [`squad`] reads extractive-QA data (SQuAD
+//! [`stats`] describes one; [`tokenization`] says how raw text is cut
+//! into tokens. [`squad`] reads extractive-QA data (SQuAD
 //! JSON) and scores answers with the official exact match and token F1;
 //! [`qa_metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
 //! [`qa_baseline`] answers without learning (sliding window, best sentence).
@@ -23,6 +24,7 @@ pub mod split;
 pub mod squad;
 pub mod stats;
 pub mod tags;
+pub mod tokenization;
 pub mod toy;
 pub mod vectors;
 pub mod vocab;
@@ -34,4 +36,5 @@ pub use error::{CorpusError, Result};
 pub use reader::{Columns, Sentence};
 pub use split::SplitName;
 pub use tags::{Prefix, Scheme, Span, Tag};
+pub use tokenization::Tokenization;
 pub use vocab::{Normalize, Vocab, Vocabs};

@@ -3,6 +3,7 @@
 use crate::error::{CorpusError, Result};
 use crate::io::{read_text, write_atomic};
 use crate::tags::{Scheme, Tag};
+use crate::tokenization::Tokenization;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -148,6 +149,10 @@ pub struct Vocabs {
     /// Question-answering data: the metric its answers are scored with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qa_metric: Option<crate::qa_metric::QaMetric>,
+    /// How the training text was cut into tokens (absent in runs made
+    /// before it was recorded: see [`Vocabs::tokenization`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenization: Option<Tokenization>,
 }
 
 impl Vocabs {
@@ -163,11 +168,22 @@ impl Vocabs {
     ) -> Vocabs {
         let words = Vocab::build(sentences.clone().into_iter().flatten().map(|w| normalize.apply(w)), min_word_freq);
         let chars = Vocab::build(
-            sentences.into_iter().flatten().flat_map(|w| w.chars().map(|c| c.to_string()).collect::<Vec<_>>()),
+            sentences.clone().into_iter().flatten().flat_map(|w| w.chars().map(|c| c.to_string()).collect::<Vec<_>>()),
             1,
         );
         let tags = scheme.tag_set(labels).iter().map(Tag::to_string).collect();
-        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None, qa_metric: None }
+        let tokenization = Some(Tokenization::detect(sentences.into_iter().flatten().map(String::as_str)));
+        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None, qa_metric: None, tokenization }
+    }
+
+    /// How raw text is cut into tokens for this model: as its training text
+    /// was, or, for a run that did not record it, as its word vocabulary
+    /// suggests.
+    pub fn tokenization(&self) -> Tokenization {
+        self.tokenization.unwrap_or_else(|| {
+            // Past <pad> and <unk>.
+            Tokenization::detect(self.words.items()[2..].iter().map(String::as_str))
+        })
     }
 
     pub fn tag_id(&self, tag: &Tag) -> Option<u32> {
@@ -234,6 +250,12 @@ mod tests {
         let p = d.path().join("vocab.json");
         v.save(&p).unwrap();
         assert_eq!(Vocabs::load(&p).unwrap(), v);
+        assert_eq!(v.tokenization, Some(Tokenization::Words));
+        // A run made before the tokenisation was recorded: read from its vocabulary.
+        let mut old = v.clone();
+        old.tokenization = None;
+        old.words = Vocab::from_items(["<pad>", "<unk>", "高", "勇", "男"].map(String::from)).unwrap();
+        assert_eq!(old.tokenization(), Tokenization::Chars);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use corpus::reader::{read_rows, RowOptions};
-use corpus::{Sentence, Tag};
+use corpus::{Sentence, Tag, Tokenization};
 use std::path::Path;
 
 /// How the input of `predict` is laid out.
@@ -29,22 +29,27 @@ pub struct Input {
     pub gold: bool,
 }
 
-pub fn parse_input(path: &Path, text: &str, format: InputFormat, scheme: corpus::Scheme) -> Result<Input> {
+pub fn parse_input(
+    path: &Path,
+    text: &str,
+    format: InputFormat,
+    scheme: corpus::Scheme,
+    tokenization: Tokenization,
+) -> Result<Input> {
     let as_conll = match format {
         InputFormat::Conll => true,
         InputFormat::Text => false,
         InputFormat::Auto => looks_like_conll(text),
     };
     if !as_conll {
-        let (tokens, _) = corpus::reader::parse_plain(text);
-        if tokens.is_empty() {
-            anyhow::bail!("{}: no sentences (expected one whitespace-tokenised sentence per line)", path.display());
-        }
-        let sentences = tokens
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line: i + 1 })
+        let sentences: Vec<Sentence> = corpus::io::numbered_lines(text)
+            .map(|(line, l)| (line, tokenization.split(l)))
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(line, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line })
             .collect();
+        if sentences.is_empty() {
+            anyhow::bail!("{}: no sentences (expected one sentence per line, {})", path.display(), what(tokenization));
+        }
         return Ok(Input { sentences, gold: false });
     }
     let raw = read_rows(path, text, RowOptions::default())?;
@@ -127,14 +132,10 @@ pub fn one_question(
     qa_input(run_dir, Path::new("--context"), &file.to_string())
 }
 
-/// The tokens of `--text`: whitespace-separated, or one per character for
-/// Chinese (CJK) text written without spaces.
-pub fn text_tokens(text: &str) -> Vec<String> {
-    let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
-    let cjk = |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c);
-    if words.len() == 1 && words[0].chars().count() > 1 && words[0].chars().any(cjk) {
-        words[0].chars().map(|c| c.to_string()).collect()
-    } else {
-        words
+/// How a line of raw text is read, in words.
+fn what(tokenization: Tokenization) -> &'static str {
+    match tokenization {
+        Tokenization::Words => "tokens separated by whitespace",
+        Tokenization::Chars => "one token per character",
     }
 }

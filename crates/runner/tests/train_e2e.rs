@@ -129,6 +129,53 @@ fn bilstm_crf_learns_writes_every_file_and_predict_reproduces_eval() {
     assert!(spans.iter().any(|s| s["label"] == "LOC" && s["text"] == "Paris"), "{jl}");
 }
 
+/// A run on character-level Chinese remembers it: raw text without spaces
+/// is cut into characters, and tagged as the same sentences in columns are.
+#[test]
+fn predict_cuts_raw_chinese_text_as_the_training_data_was() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("zh");
+    ok(seqlab(&["data", "toy", "--lang", "zh", "--out", data.to_str().unwrap(), "--sentences", "200", "--seed", "3"]));
+    let run = work.path().join("run");
+    let cfg = common::config("bilstm-crf.toml");
+    let mut args = vec!["train", "--config", &cfg, "--data", data.to_str().unwrap(), "--out", run.to_str().unwrap()];
+    args.extend(["--epochs", "2", "--quiet"]);
+    args.extend(SMALL);
+    ok(seqlab(&args));
+    assert_eq!(json(&run.join("vocab.json"))["tokenization"], "chars");
+
+    // The test sentences as raw lines (characters joined, no spaces) and
+    // the tags the run gave them in columns.
+    let conll = std::fs::read_to_string(run.join("predictions.test.conll")).unwrap();
+    let sentences: Vec<Vec<(&str, &str)>> = conll
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .map(|b| b.lines().map(|l| l.split(' ').collect::<Vec<_>>()).map(|c| (c[0], c[2])).collect())
+        .collect();
+    let raw: String = sentences.iter().map(|s| s.iter().map(|(t, _)| *t).collect::<String>() + "\n").collect();
+    let text = work.path().join("raw.txt");
+    std::fs::write(&text, &raw).unwrap();
+    let predict = |extra: &[&str]| {
+        let mut a =
+            vec!["predict", "--run", run.to_str().unwrap(), "--input", text.to_str().unwrap(), "--format", "jsonl"];
+        a.extend(extra);
+        let out = ok(seqlab(&a));
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<serde_json::Value>>()
+    };
+    let lines = predict(&[]);
+    assert_eq!(lines.len(), sentences.len());
+    for (line, s) in lines.iter().zip(&sentences) {
+        let tokens: Vec<&str> = line["tokens"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let tags: Vec<&str> = line["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        assert_eq!(tokens, s.iter().map(|(t, _)| *t).collect::<Vec<_>>());
+        assert_eq!(tags, s.iter().map(|(_, g)| *g).collect::<Vec<_>>(), "raw text tagged unlike its columns");
+    }
+    // --tokenize words overrides: each line is then one token.
+    for line in predict(&["--tokenize", "words"]) {
+        assert_eq!(line["tokens"].as_array().unwrap().len(), 1, "{line}");
+    }
+}
+
 #[test]
 fn same_seed_twice_gives_identical_metrics() {
     let work = tempfile::tempdir().unwrap();
@@ -198,7 +245,8 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         assert!(h["distance"].as_f64().unwrap() >= 0.0 && h["queries"].as_u64().unwrap() > 0);
     }
     assert!(heads_out.join("heads.test.csv").is_file());
-    // Pictures of one sentence, and of Chinese text (split into characters).
+    // Pictures of one sentence, and of Chinese text (split into characters:
+    // the run was trained on English words, so --tokenize says so).
     let vis = work.path().join("vis");
     let out = ok(seqlab(&[
         "visualize",
@@ -206,6 +254,8 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         runs[1].to_str().unwrap(),
         "--text",
         "人工智能改变了北京的大学和上海的公司",
+        "--tokenize",
+        "chars",
         "--focus",
         "智",
         "--max-tokens",

@@ -269,10 +269,15 @@ pub struct VisualizeArgs {
     pub sentence: Option<usize>,
     #[arg(long, default_value = "test")]
     pub split: corpus::SplitName,
-    /// Text to tag and show instead (whitespace-separated tokens; Chinese
-    /// text without spaces is split into characters).
+    /// Text to tag and show instead, cut into tokens as the run's training
+    /// text was (see --tokenize).
     #[arg(long)]
     pub text: Option<String>,
+    /// How --text is cut into tokens: `words` (separated by whitespace) or
+    /// `chars` (one per character). Default: as the run's training data
+    /// was (recorded in its vocab.json).
+    #[arg(long, requires = "text")]
+    pub tokenize: Option<corpus::Tokenization>,
     /// Dataset folder for --sentence (default: the run's).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -382,6 +387,12 @@ pub struct PredictArgs {
     pub input: PathBuf,
     #[arg(long, value_enum, default_value = "auto")]
     pub input_format: InputFormat,
+    /// How lines of plain text are cut into tokens: `words` (separated by
+    /// whitespace) or `chars` (one per character, for text such as Chinese
+    /// written without spaces). Default: as the run's training data was
+    /// (recorded in its vocab.json).
+    #[arg(long)]
+    pub tokenize: Option<corpus::Tokenization>,
     #[arg(long, value_enum, default_value = "conll")]
     pub format: OutputFormat,
     #[arg(long, value_enum, default_value = "cpu")]

@@ -153,7 +153,8 @@ pub fn predict(args: PredictArgs) -> Result<()> {
         InputFormat::Conll => input::InputFormat::Conll,
         InputFormat::Text => input::InputFormat::Text,
     };
-    let input = input::parse_input(&name, &text, input_format, run.vocabs.data_scheme)?;
+    let tokenization = args.tokenize.unwrap_or_else(|| run.vocabs.tokenization());
+    let input = input::parse_input(&name, &text, input_format, run.vocabs.data_scheme, tokenization)?;
     dispatch(args.device, PredictJob { run, input, format, qa: None })
 }
 
@@ -276,7 +277,7 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
     check_attention_run(&run, &args.run, "has no attention to draw")?;
     let (tokens, question, label) = match (&args.text, args.sentence) {
-        (Some(t), _) => (input::text_tokens(t), None, "text".to_string()),
+        (Some(t), _) => (args.tokenize.unwrap_or_else(|| run.vocabs.tokenization()).split(t), None, "text".to_string()),
         (None, Some(n)) => {
             let split = run.split_with_answers(args.data.as_deref(), args.split)?;
             let s = split.sentences.get(n).with_context(|| {
