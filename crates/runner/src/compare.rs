@@ -1,12 +1,13 @@
 //! `seqlab compare`: a side-by-side table of runs, seeds grouped with
-//! mean ± std, a paired bootstrap test between the two best, and a plot of
-//! dev F1 per epoch.
+//! mean ± std, a paired bootstrap test between the two best, a plot of
+//! dev F1 per epoch, and all of it in one page, `report.html`
+//! ([`crate::html_report`]).
 
+use crate::html_report::{self, line_chart, Bars, Curve, Report, RunFiles};
 use crate::rundir::{self, read_metrics, read_summary, EpochRow, Summary};
 use anyhow::{bail, Context, Result};
 use corpus::io::write_atomic;
 use corpus::score::{conlleval, Counts, ScoreFile};
-use plotters::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,7 +57,7 @@ pub struct Written {
 }
 
 /// Compares `runs` (default: every finished run under the runs folder),
-/// writing comparison.md, comparison.csv and dev-f1.svg into `out`, with a
+/// writing comparison.md, comparison.csv, dev-f1.svg and report.html into `out`, with a
 /// bootstrap of `samples` resamples for the two best runs.
 pub fn run(runs: &[PathBuf], out: &Path, samples: usize) -> Result<Written> {
     let mut found = Vec::new();
@@ -72,10 +73,96 @@ pub fn run(runs: &[PathBuf], out: &Path, samples: usize) -> Result<Written> {
     write_atomic(&out.join("comparison.csv"), csv_table(&runs, &types)?)?;
     let bootstrap = best_pair_bootstrap(&runs, samples);
     let plot = out.join("dev-f1.svg");
-    plot_dev_f1(&runs, &plot)?;
+    write_atomic(
+        &plot,
+        line_chart("dev F1 per epoch", "dev F1", &curves(&runs, |m| m.dev_f1), (Some(0.0), Some(1.0)))?,
+    )?;
     let md = markdown(&runs, &types, &bootstrap, &plot);
     write_atomic(&out.join("comparison.md"), &md)?;
-    Ok(Written { markdown: md, files: vec![out.join("comparison.md"), out.join("comparison.csv"), plot] })
+    let report = out.join("report.html");
+    write_atomic(&report, html_report::html(&html_page(&runs, &types, &md, &bootstrap, out))?)?;
+    Ok(Written { markdown: md, files: vec![out.join("comparison.md"), out.join("comparison.csv"), plot, report] })
+}
+
+/// One curve per run of `value` per epoch.
+fn curves(runs: &[Run], value: fn(&EpochRow) -> f64) -> Vec<Curve> {
+    runs.iter()
+        .map(|r| Curve { label: r.label(), points: r.metrics.iter().map(|m| (m.epoch, value(m))).collect() })
+        .collect()
+}
+
+/// report.html's contents: the curves, comparison.md's tables, per-type
+/// test F1 per setting (mean over seeds), the test, links to run files.
+fn html_page(runs: &[Run], types: &BTreeSet<String>, md: &str, boot: &Result<Bootstrap, String>, out: &Path) -> Report {
+    let groups = groups(runs);
+    let per_type = Bars {
+        categories: types.iter().cloned().collect(),
+        series: groups.keys().map(|(ds, name)| format!("{name} ({ds})")).collect(),
+        values: groups
+            .values()
+            .map(|rs| {
+                types
+                    .iter()
+                    .map(|ty| {
+                        let v: Vec<f64> =
+                            rs.iter().filter_map(|r| r.summary.test.as_ref()?.per_type.get(ty).map(|x| x.f1)).collect();
+                        if v.is_empty() {
+                            f64::NAN
+                        } else {
+                            mean_std(&v).0
+                        }
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    let runs_files = runs
+        .iter()
+        .map(|r| {
+            let mut files: Vec<String> = std::fs::read_dir(&r.dir)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .filter(|e| e.path().is_file())
+                        .map(|e| e.file_name().to_string_lossy().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.sort();
+            let base = relative(out, &r.dir);
+            RunFiles {
+                label: r.label(),
+                files: files.into_iter().map(|f| (f.clone(), format!("{base}/{f}"))).collect(),
+            }
+        })
+        .collect();
+    Report {
+        title: "seqlab comparison".into(),
+        dev_f1: curves(runs, |m| m.dev_f1),
+        loss: curves(runs, |m| m.train_loss),
+        tables: html_report::markdown_tables(md),
+        per_type,
+        significance: significance(boot),
+        runs: runs_files,
+    }
+}
+
+/// `to` as a path relative to the folder `from` (both made absolute), with
+/// `/` separators, for links; `to` as given when they share no root.
+fn relative(from: &Path, to: &Path) -> String {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (abs(from), abs(to));
+    let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return to.to_string_lossy().replace('\\', "/");
+    }
+    let mut parts: Vec<String> = vec!["..".to_string(); f.len() - common];
+    parts.extend(t[common..].iter().map(|c| c.as_os_str().to_string_lossy().to_string()));
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
 }
 
 fn csv_table(runs: &[Run], types: &BTreeSet<String>) -> Result<Vec<u8>> {
@@ -299,21 +386,20 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
     }
     s.push_str(&qa_table(runs));
     s.push_str(&qa_differences(runs));
-    s.push_str("\n## Significance\n\n");
-    match boot {
-        Ok(b) => {
-            let _ = writeln!(
-                s,
-                "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
-                b.samples, b.a, b.b, b.delta, b.p, b.a
-            );
-        }
-        Err(why) => {
-            let _ = writeln!(s, "No paired test: {why}.");
-        }
-    }
+    let _ = writeln!(s, "\n## Significance\n\n{}", significance(boot));
     let _ = writeln!(s, "\n![dev F1 per epoch]({})", plot.file_name().unwrap().to_string_lossy());
     s
+}
+
+/// The paired test's sentence.
+fn significance(boot: &Result<Bootstrap, String>) -> String {
+    match boot {
+        Ok(b) => format!(
+            "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
+            b.samples, b.a, b.b, b.delta, b.p, b.a
+        ),
+        Err(why) => format!("No paired test: {why}."),
+    }
 }
 
 /// The QA settings' dev and test answer scores, seeds grouped (mean ± std).
@@ -397,41 +483,4 @@ fn qa_differences(runs: &[Run]) -> String {
         }
     }
     s
-}
-
-fn plot_dev_f1(runs: &[Run], path: &Path) -> Result<()> {
-    let max_epoch = runs.iter().flat_map(|r| r.metrics.iter().map(|m| m.epoch)).max().unwrap_or(1).max(2);
-    let ys: Vec<f64> = runs.iter().flat_map(|r| r.metrics.iter().map(|m| m.dev_f1)).filter(|x| x.is_finite()).collect();
-    let lo = ys.iter().cloned().fold(1.0f64, f64::min).max(0.0);
-    let lo = (lo * 20.0).floor() / 20.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("dev F1 per epoch", ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(1usize..max_epoch, lo..1.0f64)?;
-        chart.configure_mesh().x_desc("epoch").y_desc("dev F1").draw()?;
-        for (i, r) in runs.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let pts: Vec<(usize, f64)> =
-                r.metrics.iter().filter(|m| m.dev_f1.is_finite()).map(|m| (m.epoch, m.dev_f1)).collect();
-            chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(2)))?
-                .label(r.label())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
-        root.present()?;
-    }
-    write_atomic(path, svg)?;
-    Ok(())
 }

@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod compare;
 pub mod config;
 pub mod curriculum;
+pub mod html_report;
 pub mod infer;
 pub mod input;
 pub mod launch;

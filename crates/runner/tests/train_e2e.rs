@@ -217,6 +217,20 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
     assert!(csv.lines().next().unwrap().contains("test_f1_PER"));
     let svg = std::fs::read_to_string(out.join("dev-f1.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("attention-softmax"), "plot lacks a run label");
+    // report.html: the tables, curves, per-type bars, and links that reach
+    // each run's files from the report's folder.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for part in
+        ["Settings (seeds grouped: mean ± std)", "dev F1 per epoch", "training loss per epoch", "Paired bootstrap"]
+    {
+        assert!(html.contains(part), "report.html lacks {part}");
+    }
+    assert!(html.contains(">PER</text>"), "per-type bars lack the PER group");
+    let hrefs: Vec<&str> = html.split("href=\"").skip(1).map(|s| s.split('"').next().unwrap()).collect();
+    assert!(hrefs.iter().any(|h| h.ends_with("attention-softmax/summary.json")), "{hrefs:?}");
+    for h in &hrefs {
+        assert!(out.join(h).is_file(), "report.html links to a missing {h}");
+    }
     // Head diagnostics: written at the end of training, and on demand.
     for run in &runs {
         let csv = std::fs::read_to_string(run.join("heads.csv")).unwrap();

@@ -333,7 +333,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let w = runner::compare::run(&args.runs, &args.out, args.samples)?;
     print!("{}", w.markdown);
     let files: Vec<String> = w.files.iter().map(|f| f.display().to_string()).collect();
-    eprintln!("wrote {}, {} and {}", files[0], files[1], files[2]);
+    eprintln!("wrote {}", files.join(", "));
     Ok(())
 }
 
