@@ -49,36 +49,63 @@ impl Vocabs {
     /// tagged and scored, not trained on). Only the first `max_word_chars`
     /// characters of a word feed the character features; every token is kept.
     pub fn encode(&self, tokens: &[String], tags: Option<&[Tag]>, max_word_chars: usize) -> Encoded {
+        self.encode_written(tokens, tokens, tags, max_word_chars)
+    }
+
+    /// [`Vocabs::encode`] with the character and case features read from
+    /// `written`, each token as the original text writes it (a QA context's
+    /// lowercased sub-words: [`crate::squad::QaItem::surfaces`]).
+    pub fn encode_written(
+        &self,
+        tokens: &[String],
+        written: &[String],
+        tags: Option<&[Tag]>,
+        max_word_chars: usize,
+    ) -> Encoded {
+        assert_eq!(tokens.len(), written.len(), "one written form per token");
         let words = tokens.iter().map(|w| self.words.id(&self.normalize.apply(w))).collect();
-        let chars = tokens
+        let chars = written
             .iter()
             .map(|w| w.chars().take(max_word_chars.max(1)).map(|c| self.chars.id(c.encode_utf8(&mut [0; 4]))).collect())
             .collect();
-        let caps = tokens.iter().map(|w| caps_class(w)).collect();
+        let caps = written.iter().map(|w| caps_class(w)).collect();
         let tags = tags.and_then(|t| t.iter().map(|t| self.tag_id(t)).collect::<Option<Vec<u32>>>());
         Encoded { words, chars, caps, tags }
     }
 
-    /// [`Vocabs::encode`] of a sentence, read against `question` when it
-    /// has one (extractive QA: the sentence is its context): the question's
-    /// tokens and the context's reading cues, `[tokens × CUES]`
-    /// ([`crate::cues`]).
+    /// [`Vocabs::encode`] of a sentence, read against its question when it
+    /// has one (extractive QA: the sentence is its context).
     pub fn example(
         &self,
         tokens: &[String],
-        question: Option<(&[String], &[u32])>,
+        question: Option<Asked>,
         tags: Option<&[Tag]>,
         max_word_chars: usize,
     ) -> Example {
-        let context = self.encode(tokens, tags, max_word_chars);
         match question {
-            None => Example::Plain(context),
-            Some((q, cues)) => {
-                assert_eq!(cues.len(), tokens.len() * CUES, "one row of cues per context token");
-                Example::Asked { context, question: self.encode(q, None, max_word_chars), cues: cues.to_vec() }
+            None => Example::Plain(self.encode(tokens, tags, max_word_chars)),
+            Some(a) => {
+                assert_eq!(a.cues.len(), tokens.len() * CUES, "one row of cues per context token");
+                Example::Asked {
+                    context: self.encode_written(tokens, a.written, tags, max_word_chars),
+                    question: self.encode(a.question, None, max_word_chars),
+                    cues: a.cues.to_vec(),
+                }
             }
         }
     }
+}
+
+/// What a QA context is read against, for [`Vocabs::example`].
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// The question's tokens.
+    pub question: &'a [String],
+    /// The context's reading cues, `[tokens × CUES]` ([`crate::cues`]).
+    pub cues: &'a [u32],
+    /// The context's tokens as written in the original text (characters
+    /// and case: [`crate::squad::QaItem::surfaces`]).
+    pub written: &'a [String],
 }
 
 /// What the encoder reads for one sentence: its ids and, for extractive
@@ -417,6 +444,33 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A QA context: words from the (lowercased) pieces, characters and
+    /// case from the pieces as written.
+    #[test]
+    fn asked_contexts_read_characters_and_case_as_written() {
+        let pieces: Vec<String> = ["paris", "is"].map(String::from).to_vec();
+        let written: Vec<String> = ["Paris", "is"].map(String::from).to_vec();
+        let text = [written.clone(), pieces.clone()];
+        let v = Vocabs::build(
+            text.iter().map(|s| s.as_slice()),
+            &[],
+            Default::default(),
+            1,
+            crate::Scheme::Iob2,
+            crate::Scheme::Iob2,
+        );
+        let cues = vec![0; 2 * CUES];
+        let asked = Asked { question: &pieces[1..], cues: &cues, written: &written };
+        let Example::Asked { context, question, .. } = v.example(&pieces, Some(asked), None, 20) else {
+            panic!("a question makes an asked example")
+        };
+        assert_eq!(context.words, v.encode(&pieces, None, 20).words);
+        assert_eq!(context.chars[0][0], v.chars.id("P"));
+        assert_ne!(v.chars.id("P"), v.chars.id("p"));
+        assert_eq!(context.caps, [caps_class("Paris"), caps_class("is")]);
+        assert_eq!(question, v.encode(&pieces[1..], None, 20));
+    }
 
     #[test]
     fn caps_classes() {

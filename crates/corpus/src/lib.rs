@@ -30,7 +30,7 @@ pub mod vectors;
 pub mod vocab;
 pub mod window;
 
-pub use batch::{Batch, Example};
+pub use batch::{Asked, Batch, Example};
 pub use dataset::{Dataset, Split};
 pub use error::{CorpusError, Result};
 pub use reader::{Columns, Sentence};

@@ -412,6 +412,22 @@ impl QaItem {
     pub fn cues(&self, idf: Option<&crate::cues::Idf>) -> Vec<u32> {
         crate::cues::context_cues(&self.context, &self.offsets, &self.question_text, idf)
     }
+
+    /// Each of the context's sub-tokens `pieces` as written in the context
+    /// (its characters `offsets[i]`: case and accents kept, no `##`), what
+    /// the character and case features read; a piece that covers no
+    /// character keeps its own text.
+    pub fn surfaces(&self, pieces: &[String]) -> Vec<String> {
+        let chars: Vec<char> = self.context.chars().collect();
+        pieces
+            .iter()
+            .zip(&self.offsets)
+            .map(|(piece, &(s, e))| match chars.get(s..e.min(chars.len())) {
+                Some(written) if !written.is_empty() => written.iter().collect(),
+                _ => piece.clone(),
+            })
+            .collect()
+    }
 }
 
 /// The context's characters from the start of sub-token `first` to the end
@@ -571,6 +587,22 @@ pub fn qa_files(dir: &Path) -> Option<Vec<(SplitName, std::path::PathBuf)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lowercased WordPiece pieces read back as the context writes them;
+    /// a piece over no character keeps its own text.
+    #[test]
+    fn surfaces_are_the_pieces_as_written() {
+        let item = QaItem {
+            id: "q".into(),
+            question: vec![],
+            question_text: String::new(),
+            context: "Élan in FRance".into(),
+            offsets: vec![(0, 4), (5, 7), (8, 10), (10, 14), (14, 14)],
+            answers: vec![],
+        };
+        let pieces: Vec<String> = ["elan", "in", "fr", "##ance", "[x]"].map(String::from).to_vec();
+        assert_eq!(item.surfaces(&pieces), ["Élan", "in", "FR", "ance", "[x]"]);
+    }
 
     const FIXTURE: &str = r#"{"version": "1.1", "data": [
  {"title": "Normans", "paragraphs": [

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use corpus::cues::CUES;
 use corpus::squad::QaItem;
 use corpus::vectors::read_vectors;
-use corpus::Example;
+use corpus::{Asked, Example};
 use corpus::{Dataset, Sentence, SplitName, Tag, Vocabs};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -113,6 +113,13 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         .collect();
     let mut vocabs =
         Vocabs::build(texts.iter().copied(), &labels, normalize, cfg.data.min_word_freq, tagger_scheme, ds.scheme);
+    // QA: the character features read the contexts as written (cased), so
+    // their characters join the character vocabulary.
+    for (item, s) in train.qa.iter().flatten().zip(&train.sentences) {
+        for c in item.surfaces(&s.tokens).iter().flat_map(|w| w.chars()) {
+            vocabs.chars.insert(c.encode_utf8(&mut [0; 4]));
+        }
+    }
     // QA: document frequencies of the training contexts, for the IDF cue.
     vocabs.idf = train.qa.as_ref().map(|items| corpus::cues::Idf::build(items.iter().map(|i| &*i.context)));
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
@@ -137,7 +144,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let mut windowed = 0;
     let mut train_enc = Vec::with_capacity(train.sentences.len());
     let mut train_lines = Vec::with_capacity(train.sentences.len());
-    let questions = questions(&vocabs, train.sentences.len(), train.qa.as_deref());
+    let questions = questions(&vocabs, &train.sentences, train.qa.as_deref());
     for (s, question) in train.sentences.iter().zip(&questions) {
         let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
         let ws = win.of(s.tokens.len());
@@ -145,8 +152,11 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         for r in ws {
             let tags = tagger_scheme.encode(r.len(), &tagger_scheme.decode(&t[r.clone()]));
             train_lines.push(s.line + r.start);
-            let cues = question.as_ref().map(|(_, c)| &c[r.start * CUES..r.end * CUES]);
-            let asked = question.as_ref().zip(cues).map(|((q, _), c)| (*q, c));
+            let asked = question.as_ref().map(|q| Asked {
+                question: q.question,
+                cues: &q.cues[r.start * CUES..r.end * CUES],
+                written: &q.written[r.clone()],
+            });
             train_enc.push(vocabs.example(&s.tokens[r], asked, Some(&tags), max_chars));
         }
     }
@@ -189,20 +199,43 @@ pub fn encode_untagged(
     qa: Option<&[QaItem]>,
     max_chars: usize,
 ) -> Vec<Example> {
-    let questions = questions(vocabs, sentences.len(), qa);
+    let questions = questions(vocabs, sentences, qa);
     sentences
         .iter()
         .zip(&questions)
-        .map(|(s, q)| vocabs.example(&s.tokens, q.as_ref().map(|(q, c)| (*q, c.as_slice())), None, max_chars))
+        .map(|(s, q)| vocabs.example(&s.tokens, q.as_ref().map(Question::asked), None, max_chars))
         .collect()
 }
 
-/// Each of `n` sentences' question and reading cues, from the QA items of
-/// their split (`None` for plain tagging).
-fn questions<'a>(vocabs: &Vocabs, n: usize, qa: Option<&'a [QaItem]>) -> Vec<Option<(&'a [String], Vec<u32>)>> {
+/// A QA context's question, reading cues and written tokens.
+struct Question<'a> {
+    question: &'a [String],
+    cues: Vec<u32>,
+    written: Vec<String>,
+}
+
+impl Question<'_> {
+    fn asked(&self) -> Asked<'_> {
+        Asked { question: self.question, cues: &self.cues, written: &self.written }
+    }
+}
+
+/// Each sentence's question, reading cues and written tokens, from the QA
+/// items of their split (`None` for plain tagging).
+fn questions<'a>(vocabs: &Vocabs, sentences: &[Sentence], qa: Option<&'a [QaItem]>) -> Vec<Option<Question<'a>>> {
     match qa {
-        Some(items) => items.iter().map(|i| Some((i.question.as_slice(), i.cues(vocabs.idf.as_ref())))).collect(),
-        None => vec![None; n],
+        Some(items) => items
+            .iter()
+            .zip(sentences)
+            .map(|(i, s)| {
+                Some(Question {
+                    question: &i.question,
+                    cues: i.cues(vocabs.idf.as_ref()),
+                    written: i.surfaces(&s.tokens),
+                })
+            })
+            .collect(),
+        None => sentences.iter().map(|_| None).collect(),
     }
 }
 
@@ -270,4 +303,32 @@ fn load_pretrained(
         vectors.total
     ));
     Ok(matrix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corpus::{Normalize, Scheme};
+
+    /// A QA split's contexts are encoded with the characters of the
+    /// original, cased text under their lowercased pieces.
+    #[test]
+    fn qa_contexts_get_the_characters_of_the_original_text() {
+        let pieces: Vec<String> = ["oslo", "is", "cold"].map(String::from).to_vec();
+        let sentence = Sentence { tokens: pieces.clone(), tags: vec![Tag::O; 3], doc: 0, line: 1 };
+        let item = QaItem {
+            id: "q".into(),
+            question: vec!["cold".into()],
+            question_text: "Cold?".into(),
+            context: "Oslo is cold".into(),
+            offsets: vec![(0, 4), (5, 7), (8, 12)],
+            answers: vec!["Oslo".into()],
+        };
+        let mut vocabs = Vocabs::build([pieces.as_slice()], &[], Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
+        vocabs.chars.insert("O");
+        let ex = encode_untagged(&vocabs, &[sentence], Some(&[item]), 20);
+        let Example::Asked { context, .. } = &ex[0] else { panic!("a QA context is asked") };
+        assert_eq!(context.chars[0], ["O", "s", "l", "o"].map(|c| vocabs.chars.id(c)));
+        assert_eq!(context.words[0], vocabs.words.id("oslo"));
+    }
 }

@@ -67,7 +67,7 @@ pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
                 at += w.chars().count() + 1;
             }
             let cues = corpus::cues::context_cues(&text, &offsets, &question.join(" "), None);
-            vocabs.example(t, Some((&question, &cues)), Some(&tags), 20)
+            vocabs.example(t, Some(corpus::Asked { question: &question, cues: &cues, written: t }), Some(&tags), 20)
         })
         .collect();
     (vocabs, examples)

@@ -290,8 +290,9 @@ pub fn pictures<B: SeqBackend>(
     device: &B::Device,
 ) -> Result<String> {
     let model = run.model::<B>(device)?;
-    let cues = question.map(|q| q.cues(run.vocabs.idf.as_ref()));
-    let asked = question.zip(cues.as_deref()).map(|(q, c)| (q.question.as_slice(), c));
+    let cues = question.map(|q| (q.cues(run.vocabs.idf.as_ref()), q.surfaces(tokens)));
+    let asked =
+        question.zip(cues.as_ref()).map(|(q, (cues, written))| corpus::Asked { question: &q.question, cues, written });
     let encoded = vec![run.vocabs.example(tokens, asked, None, run.cfg.data.max_word_chars)];
     let request = Request::tagging(Windows::NONE).with_attention();
     let tagged = infer::tag(&model, &run.vocabs, &encoded, &request, device)?.tagged.remove(0);

@@ -59,6 +59,33 @@ fn qa_taggers_train_and_report_official_answer_scores() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("model.question"), "{err}");
 
+    // The character CNN and case features read the context as written
+    // (cased), under its lowercased pieces: its characters are in the
+    // run's vocabulary, and one question is answered through them.
+    let chars_run = dir.path().join("chars");
+    let cfg = common::config("qa-bilstm.toml");
+    let mut args = vec!["train", "--config", &cfg, "--data", data.to_str().unwrap()];
+    args.extend(["--out", chars_run.to_str().unwrap(), "--epochs", "1", "--quiet"]);
+    args.extend(SMALL);
+    args.extend(["--set", "model.encoder.bilstm.layers=1", "--set", "model.encoder.bilstm.hidden=16"]);
+    args.extend(["--set", "model.features.char_dim=8", "--set", "model.features.char_filters=8"]);
+    args.extend(["--set", "model.features.caps_dim=4"]);
+    ok(seqlab(&args));
+    let vocab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(chars_run.join("vocab.json")).unwrap()).unwrap();
+    let chars: Vec<&str> = vocab["chars"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(chars.contains(&"O") && chars.contains(&"o"), "the cased context's characters: {chars:?}");
+    let said = ok(seqlab(&[
+        "predict",
+        "--run",
+        chars_run.to_str().unwrap(),
+        "--question",
+        "What is the capital of Peru?",
+        "--context",
+        "The capital of Peru is Lima.",
+    ]));
+    assert!(said.contains("probability"), "{said}");
+
     // Picking any of the three capitals scores 1/3; a reader that reads
     // the question answers nearly all.
     for (config, run) in
