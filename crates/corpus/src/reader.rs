@@ -10,6 +10,7 @@
 use crate::error::{CorpusError, Result};
 use crate::io::{numbered_lines, read_text};
 use crate::tags::{Scheme, Tag};
+use crate::tokenization::Tokenization;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -172,20 +173,23 @@ pub fn parse_tag(path: &Path, line: usize, s: &str, scheme: Option<Scheme>) -> R
 
 /// Reads plain text: one sentence per line, tokens separated by whitespace.
 /// Blank lines are skipped (and counted in the second value).
-pub fn read_plain(path: &Path) -> Result<(Vec<Vec<String>>, usize)> {
+pub fn read_plain(path: &Path) -> Result<(Vec<(usize, Vec<String>)>, usize)> {
     let text = read_text(path)?;
-    Ok(parse_plain(&text))
+    Ok(parse_plain(&text, Tokenization::Words))
 }
 
-pub fn parse_plain(text: &str) -> (Vec<Vec<String>>, usize) {
+/// Plain text: one sentence per line (with its 1-based line number), cut
+/// into tokens by `tokenization`. Blank lines are skipped (and counted in
+/// the second value).
+pub fn parse_plain(text: &str, tokenization: Tokenization) -> (Vec<(usize, Vec<String>)>, usize) {
     let mut blank = 0;
     let mut out = Vec::new();
-    for (_, l) in numbered_lines(text) {
-        let toks: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+    for (line, l) in numbered_lines(text) {
+        let toks = tokenization.split(l);
         if toks.is_empty() {
             blank += 1;
         } else {
-            out.push(toks);
+            out.push((line, toks));
         }
     }
     // The empty string after a final newline is not a blank line.
@@ -292,10 +296,10 @@ mod tests {
 
     #[test]
     fn plain_text_counts_blank_lines() {
-        let (s, blank) = parse_plain("a b\n\nc\n");
-        assert_eq!(s, vec![vec!["a", "b"], vec!["c"]]);
+        let (s, blank) = parse_plain("a b\n\nc\n", Tokenization::Words);
+        assert_eq!(s, vec![(1, vec!["a".to_string(), "b".to_string()]), (3, vec!["c".to_string()])]);
         assert_eq!(blank, 1);
-        assert_eq!(parse_plain("a").1, 0);
+        assert_eq!(parse_plain("a", Tokenization::Words).1, 0);
     }
 
     #[test]

@@ -62,7 +62,6 @@ pub fn line_chart(title: &str, y_desc: &str, curves: &[Curve], bounds: (Option<f
     let hi = bounds.1.map_or(hi, |c| hi.min(c));
     let lo = (lo * 20.0).floor() / 20.0;
     let hi = ((hi * 20.0).ceil() / 20.0).max(lo + 0.05);
-    let hi = bounds.1.map_or(hi, |c| hi.min(c).max(lo + 0.05));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 520)).into_drawing_area();

@@ -42,9 +42,9 @@ pub fn parse_input(
         InputFormat::Auto => looks_like_conll(text),
     };
     if !as_conll {
-        let sentences: Vec<Sentence> = corpus::io::numbered_lines(text)
-            .map(|(line, l)| (line, tokenization.split(l)))
-            .filter(|(_, t)| !t.is_empty())
+        let sentences: Vec<Sentence> = corpus::reader::parse_plain(text, tokenization)
+            .0
+            .into_iter()
             .map(|(line, t)| Sentence { tags: vec![Tag::O; t.len()], tokens: t, doc: 0, line })
             .collect();
         if sentences.is_empty() {

@@ -113,15 +113,14 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         .collect();
     let mut vocabs =
         Vocabs::build(texts.iter().copied(), &labels, normalize, cfg.data.min_word_freq, tagger_scheme, ds.scheme);
-    // QA: the character features read the contexts as written (cased), so
-    // their characters join the character vocabulary.
-    for (item, s) in train.qa.iter().flatten().zip(&train.sentences) {
-        for c in item.surfaces(&s.tokens).iter().flat_map(|w| w.chars()) {
-            vocabs.chars.insert(c.encode_utf8(&mut [0; 4]));
-        }
-    }
     // QA: document frequencies of the training contexts, for the IDF cue.
     vocabs.idf = train.qa.as_ref().map(|items| corpus::cues::Idf::build(items.iter().map(|i| &*i.context)));
+    let questions = questions(&vocabs, &train.sentences, train.qa.as_deref());
+    // QA: the character features read the contexts as written (cased), so
+    // their characters join the character vocabulary.
+    for c in questions.iter().flatten().flat_map(|q| &q.written).flat_map(|w| w.chars()) {
+        vocabs.chars.insert(c.encode_utf8(&mut [0; 4]));
+    }
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
     let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
     for (split, label) in ds.unseen_labels() {
@@ -144,7 +143,6 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let mut windowed = 0;
     let mut train_enc = Vec::with_capacity(train.sentences.len());
     let mut train_lines = Vec::with_capacity(train.sentences.len());
-    let questions = questions(&vocabs, &train.sentences, train.qa.as_deref());
     for (s, question) in train.sentences.iter().zip(&questions) {
         let t = corpus::tags::convert(&s.tags, ds.scheme, tagger_scheme);
         let ws = win.of(s.tokens.len());
