@@ -19,6 +19,9 @@ pub struct Encoded {
     /// Character ids per word, at most `max_word_chars` each.
     pub chars: Vec<Vec<u32>>,
     pub caps: Vec<u32>,
+    /// Character-bigram ids ([`crate::bigrams`]), one per token; empty when
+    /// the vocabulary has no bigrams.
+    pub bigrams: Vec<u32>,
     /// Tag ids in the tagger's scheme, when known.
     pub tags: Option<Vec<u32>>,
 }
@@ -33,7 +36,8 @@ impl Encoded {
         Encoded {
             words: self.words[range.clone()].to_vec(),
             chars: self.chars[range.clone()].to_vec(),
-            caps: self.caps[range].to_vec(),
+            caps: self.caps[range.clone()].to_vec(),
+            bigrams: if self.bigrams.is_empty() { Vec::new() } else { self.bigrams[range].to_vec() },
             tags: None,
         }
     }
@@ -69,8 +73,9 @@ impl Vocabs {
             .map(|w| w.chars().take(max_word_chars.max(1)).map(|c| self.chars.id(c.encode_utf8(&mut [0; 4]))).collect())
             .collect();
         let caps = written.iter().map(|w| caps_class(w)).collect();
+        let bigrams = self.bigrams.as_ref().map_or_else(Vec::new, |v| crate::bigrams::ids(v, tokens, self.normalize));
         let tags = tags.and_then(|t| t.iter().map(|t| self.tag_id(t)).collect::<Option<Vec<u32>>>());
-        Encoded { words, chars, caps, tags }
+        Encoded { words, chars, caps, bigrams, tags }
     }
 
     /// [`Vocabs::encode`] of a sentence, read against its question when it
@@ -250,6 +255,8 @@ pub struct PaddedBatch {
     pub words: Vec<i64>,
     /// `[batch, len]`, padding = 0.
     pub caps: Vec<i64>,
+    /// `[batch, len]` character-bigram ids, padding = 0 (all 0 without bigrams).
+    pub bigrams: Vec<i64>,
     /// `[batch, len, word_len]`, padding = 0.
     pub chars: Vec<i64>,
     /// `[batch, len]` tag ids, 0 at padding; `None` unless every sentence has tags.
@@ -271,6 +278,7 @@ fn pad_by<'a>(ids: &[usize], at: impl Fn(usize) -> &'a Encoded) -> PaddedBatch {
     let pad = PAD_ID as i64;
     let mut words = vec![pad; batch * len];
     let mut caps = vec![pad; batch * len];
+    let mut bigrams = vec![pad; batch * len];
     let mut chars = vec![pad; batch * len * word_len];
     let mut mask = vec![false; batch * len];
     let all_tagged = ids.iter().all(|&i| at(i).tags.is_some());
@@ -281,6 +289,7 @@ fn pad_by<'a>(ids: &[usize], at: impl Fn(usize) -> &'a Encoded) -> PaddedBatch {
             let pos = b * len + t;
             words[pos] = s.words[t] as i64;
             caps[pos] = s.caps[t] as i64;
+            bigrams[pos] = s.bigrams.get(t).map_or(pad, |&g| g as i64);
             mask[pos] = true;
             for (c, &ch) in s.chars[t].iter().enumerate() {
                 chars[pos * word_len + c] = ch as i64;
@@ -298,6 +307,7 @@ fn pad_by<'a>(ids: &[usize], at: impl Fn(usize) -> &'a Encoded) -> PaddedBatch {
         lengths: ids.iter().map(|&i| at(i).len()).collect(),
         words,
         caps,
+        bigrams,
         chars,
         tags,
         mask,
@@ -356,6 +366,7 @@ impl PaddedBatch {
             lengths,
             words: take(&self.words),
             caps: take(&self.caps),
+            bigrams: take(&self.bigrams),
             chars,
             tags: self.tags.as_deref().map(take),
             mask: rows.clone().flat_map(|b| self.mask[b * old_len..b * old_len + len].to_vec()).collect(),
@@ -384,7 +395,7 @@ impl Batch {
         if ids.iter().all(|&i| data[i].question().is_none()) {
             return Batch::Plain(context);
         }
-        let empty = Encoded { words: Vec::new(), chars: Vec::new(), caps: Vec::new(), tags: None };
+        let empty = Encoded { words: Vec::new(), chars: Vec::new(), caps: Vec::new(), bigrams: Vec::new(), tags: None };
         // A question batch's ids number its rows.
         let rows: Vec<usize> = (0..ids.len()).collect();
         let question = pad_by(&rows, |k| data[ids[k]].question().unwrap_or(&empty));
@@ -492,10 +503,16 @@ mod tests {
                 words: (0..len as u32).map(|w| w + 2).collect(),
                 chars: (0..len).map(|t| word(if t == 0 { long_word } else { 2 })).collect(),
                 caps: vec![1; len],
+                bigrams: (0..len as u32).map(|t| 10 + t).collect(),
                 tags: Some((0..len as u32).map(|t| t % 3).collect()),
             };
-            let q =
-                Encoded { words: vec![5; len + 1], chars: vec![word(3); len + 1], caps: vec![2; len + 1], tags: None };
+            let q = Encoded {
+                words: vec![5; len + 1],
+                chars: vec![word(3); len + 1],
+                caps: vec![2; len + 1],
+                bigrams: Vec::new(),
+                tags: None,
+            };
             if question {
                 let cues = (0..len * CUES).map(|k| (k % 4 + len) as u32).collect();
                 Example::Asked { context, question: q, cues }
@@ -565,13 +582,21 @@ mod tests {
                 words: vec![5, 6, 7],
                 chars: vec![vec![2], vec![3, 4], vec![2]],
                 caps: vec![2, 2, 2],
+                bigrams: vec![11, 12, 13],
                 tags: Some(vec![1, 2, 0]),
             },
-            Encoded { words: vec![8], chars: vec![vec![9, 9, 9]], caps: vec![4], tags: Some(vec![3]) },
+            Encoded {
+                words: vec![8],
+                chars: vec![vec![9, 9, 9]],
+                caps: vec![4],
+                bigrams: vec![14],
+                tags: Some(vec![3]),
+            },
         ];
         let b = pad(&data, &[1, 0]);
         assert_eq!((b.batch, b.len, b.word_len), (2, 3, 3));
         assert_eq!(b.words, vec![8, 0, 0, 5, 6, 7]);
+        assert_eq!(b.bigrams, vec![14, 0, 0, 11, 12, 13]);
         assert_eq!(b.mask, vec![true, false, false, true, true, true]);
         assert_eq!(b.tags.unwrap(), vec![3, 0, 0, 1, 2, 0]);
         assert_eq!(&b.chars[9..15], &[2, 0, 0, 3, 4, 0]);

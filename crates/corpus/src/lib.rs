@@ -5,12 +5,13 @@
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
 //! [`stats`] describes one; [`tokenization`] says how raw text is cut
-//! into tokens. [`squad`] reads extractive-QA data (SQuAD
+//! into tokens; [`bigrams`] pairs each character with the next. [`squad`] reads extractive-QA data (SQuAD
 //! JSON) and scores answers with the official exact match and token F1;
 //! [`qa_metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
 //! [`qa_baseline`] answers without learning (sliding window, best sentence).
 
 pub mod batch;
+pub mod bigrams;
 pub mod cues;
 pub mod dataset;
 pub mod error;

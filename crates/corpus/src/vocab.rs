@@ -153,6 +153,10 @@ pub struct Vocabs {
     /// before it was recorded: see [`Vocabs::tokenization`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenization: Option<Tokenization>,
+    /// Character bigrams of the training text ([`crate::bigrams`]), when the
+    /// tagger reads them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bigrams: Option<Vocab>,
 }
 
 impl Vocabs {
@@ -173,7 +177,18 @@ impl Vocabs {
         );
         let tags = scheme.tag_set(labels).iter().map(Tag::to_string).collect();
         let tokenization = Some(Tokenization::detect(sentences.into_iter().flatten().map(String::as_str)));
-        Vocabs { normalize, words, chars, scheme, data_scheme, tags, idf: None, qa_metric: None, tokenization }
+        Vocabs {
+            normalize,
+            words,
+            chars,
+            scheme,
+            data_scheme,
+            tags,
+            idf: None,
+            qa_metric: None,
+            tokenization,
+            bigrams: None,
+        }
     }
 
     /// How raw text is cut into tokens for this model: as its training text

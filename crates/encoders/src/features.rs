@@ -28,6 +28,10 @@ pub struct FeaturesConfig {
     pub char_kernel: usize,
     /// Capitalisation embedding size; 0 turns it off.
     pub caps_dim: usize,
+    /// Character-bigram embedding size ([`corpus::bigrams`]: each token
+    /// also reads the pair it forms with the next); 0 turns it off. Only
+    /// read when the run has a bigram vocabulary (`data.bigrams`).
+    pub bigram_dim: usize,
     /// Question-match embedding size (QA data only); 0 turns it off. Each
     /// context token gets one of three classes: its word id occurs in the
     /// question, it does not, or the token is a question token itself.
@@ -87,6 +91,7 @@ impl Default for FeaturesConfig {
             char_filters: 50,
             char_kernel: 3,
             caps_dim: 0,
+            bigram_dim: 0,
             question_match_dim: 0,
             cue_dim: 0,
             cues: CueName::ALL.to_vec(),
@@ -102,6 +107,7 @@ impl FeaturesConfig {
         self.word_dim
             + if self.char_dim > 0 { self.char_filters } else { 0 }
             + self.caps_dim
+            + self.bigram_dim
             + self.question_match_dim
             + self.cue_dim * self.active_cues().len()
             + if self.aligned_dim > 0 { self.word_dim } else { 0 }
@@ -118,15 +124,19 @@ impl FeaturesConfig {
         seen
     }
 
-    /// Builds the module. `pretrained`, if given, is a `[words, word_dim]`
-    /// row-major matrix that initialises the word embeddings.
+    /// Builds the module for vocabularies of `words`, `chars` and
+    /// `bigrams` items (`bigrams` > 0 when `bigram_dim` is). `pretrained`,
+    /// if given, is a `[words, word_dim]` row-major matrix that initialises
+    /// the word embeddings.
     pub fn init<B: Backend>(
         &self,
         words: usize,
         chars: usize,
+        bigrams: usize,
         pretrained: Option<Vec<f32>>,
         device: &B::Device,
     ) -> Features<B> {
+        assert!(self.bigram_dim == 0 || bigrams > 0, "bigram_dim > 0 needs a bigram vocabulary");
         let mut word = EmbeddingConfig::new(words, self.word_dim).init(device);
         if let Some(w) = pretrained {
             assert_eq!(w.len(), words * self.word_dim, "pretrained matrix has the wrong size");
@@ -155,11 +165,14 @@ impl FeaturesConfig {
             .collect();
         let cue_columns = active.iter().map(|c| c.cue() as usize).collect();
         let align = (self.aligned_dim > 0).then(|| LinearConfig::new(self.word_dim, self.aligned_dim).init(device));
+        // Last, so that a tagger without bigrams draws its other weights as before.
+        let bigram = (self.bigram_dim > 0).then(|| EmbeddingConfig::new(bigrams, self.bigram_dim).init(device));
         Features {
             word,
             char_emb,
             char_cnn,
             caps,
+            bigram,
             question_match,
             cues,
             cue_columns,
@@ -175,6 +188,7 @@ pub struct Features<B: Backend> {
     pub char_emb: Option<Embedding<B>>,
     pub char_cnn: Option<Conv1d<B>>,
     pub caps: Option<Embedding<B>>,
+    pub bigram: Option<Embedding<B>>,
     pub question_match: Option<Embedding<B>>,
     /// One embedding per reading cue read.
     pub cues: Vec<Embedding<B>>,
@@ -206,6 +220,9 @@ impl<B: Backend> Features<B> {
         }
         if let Some(caps) = &self.caps {
             parts.push(caps.forward(input.caps.clone()));
+        }
+        if let Some(bigram) = &self.bigram {
+            parts.push(bigram.forward(input.bigrams.clone())); // [B, L, Dbi]
         }
         if let Some(emb) = &self.question_match {
             parts.push(emb.forward(question_match(input, question)));
@@ -325,6 +342,7 @@ mod tests {
             words: words.to_vec(),
             chars: words.iter().map(|&w| vec![w]).collect(),
             caps: vec![0; words.len()],
+            bigrams: Vec::new(),
             tags: None,
         }
     }
@@ -353,6 +371,28 @@ mod tests {
         assert_eq!(classes(question_match(input.context(), Some(q))), vec![0, 1, 0, 1, 1, 0, 0, 0]);
         // The question itself: every position is a question token.
         assert_eq!(classes(question_match(q, None)), vec![2; 6]);
+    }
+
+    /// A token's bigram features are the row of its bigram id in the
+    /// bigram table, after its other features; padding reads zeros.
+    #[test]
+    fn bigram_features_are_rows_of_the_bigram_table() {
+        let device = Default::default();
+        let cfg = FeaturesConfig { word_dim: 2, char_dim: 0, bigram_dim: 3, dropout: 0.0, ..Default::default() };
+        assert_eq!(cfg.output_dim(), 5);
+        let f = cfg.init::<B>(9, 4, 6, None, &device);
+        let mut e = encoded(&[2, 3, 4]);
+        e.bigrams = vec![5, 1, 3];
+        let short = Encoded { bigrams: vec![2], ..encoded(&[7]) };
+        let batch = Batch::pad(&[Example::Plain(e), Example::Plain(short)], &[0, 1]);
+        let input = crate::TaggerInput::<B>::from_batch(&batch, &device);
+        let out: Vec<f32> = f.forward(input.context(), None, None).into_data().to_vec().unwrap();
+        let table: Vec<f32> = f.bigram.as_ref().unwrap().weight.val().into_data().to_vec().unwrap();
+        for (pos, id) in [(0, Some(5)), (1, Some(1)), (2, Some(3)), (3, Some(2)), (4, None), (5, None)] {
+            let got = &out[pos * 5 + 2..pos * 5 + 5];
+            let want = id.map_or(vec![0.0; 3], |i: usize| table[i * 3..i * 3 + 3].to_vec());
+            assert_eq!(got, want.as_slice(), "position {pos}");
+        }
     }
 
     /// The character CNN as Burn's `Conv1d` module computes it: transpose to

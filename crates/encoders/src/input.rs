@@ -14,6 +14,8 @@ pub struct Tokens<B: Backend> {
     pub chars: Tensor<B, 3, Int>,
     /// `[B, L]` capitalisation classes.
     pub caps: Tensor<B, 2, Int>,
+    /// `[B, L]` character-bigram ids (all padding without bigrams).
+    pub bigrams: Tensor<B, 2, Int>,
     /// `[B, L]`, true at real tokens.
     pub mask: Tensor<B, 2, Bool>,
     /// Tokens per sentence (the mask's row sums, kept on the host).
@@ -27,6 +29,7 @@ impl<B: Backend> Tokens<B> {
             words: Tensor::from_data(TensorData::new(p.words.clone(), [b, l]), device),
             chars: Tensor::from_data(TensorData::new(p.chars.clone(), [b, l, w]), device),
             caps: Tensor::from_data(TensorData::new(p.caps.clone(), [b, l]), device),
+            bigrams: Tensor::from_data(TensorData::new(p.bigrams.clone(), [b, l]), device),
             mask: Tensor::from_data(TensorData::new(p.mask.clone(), [b, l]), device),
             lengths: p.lengths.clone(),
         }

@@ -152,6 +152,8 @@ impl Default for TaggerConfig {
 pub struct TaggerShape<'a> {
     pub words: usize,
     pub chars: usize,
+    /// Character bigrams (0: the run has no bigram vocabulary).
+    pub bigrams: usize,
     pub tags: &'a [Tag],
     pub scheme: Scheme,
     /// `[words, word_dim]` pretrained word vectors.
@@ -216,7 +218,7 @@ impl TaggerConfig {
     }
 
     pub fn init<B: Backend>(&self, shape: TaggerShape<'_>, device: &B::Device) -> Tagger<B> {
-        let features = self.features.init(shape.words, shape.chars, shape.pretrained, device);
+        let features = self.features.init(shape.words, shape.chars, shape.bigrams, shape.pretrained, device);
         let d_in = self.features.output_dim();
         let (encoder, d_out) = match self.encoder.kind {
             EncoderKind::Bilstm => {

@@ -170,3 +170,40 @@ fn inference_uses_the_same_function_as_training() {
     let infer = values(inner.forward(x.clone().inner(), x.inner(), mk.inner(), p, false).context);
     assert_close_relative(&train, &infer, 1e-6, "autodiff vs inner");
 }
+
+/// Attention weights are `softmax(q·k / √Dh)` per head, and with
+/// `scaled = false` (TENER's "sharp" attention) `softmax(q·k)`: checked
+/// against the formula from the module's own projections, padding masked.
+#[test]
+fn unscaled_attention_drops_the_square_root_and_nothing_else() {
+    let dev = Default::default();
+    B::seed(&dev, 6);
+    let (l, heads, dh) = (5usize, 2usize, 8usize);
+    let x = Tensor::<B, 3>::random([1, l, 16], Distribution::Normal(0.0, 1.0), &dev);
+    let real = 4; // the last position is padding
+    let mk = mask::<B>(&[real], l, &dev);
+    for (is_scaled, scale) in [(true, 1.0 / (dh as f32).sqrt()), (false, 1.0)] {
+        let m = mha::<B>(false, is_scaled, &dev);
+        let got = m.forward(x.clone(), x.clone(), mk.clone(), plan(AttentionImpl::Dense, 64, 4), true);
+        let got = values(got.weights.unwrap().reshape([heads * l * l]));
+        let q = values(m.query.forward(x.clone()).reshape([l * heads * dh]));
+        let k = values(m.key.forward(x.clone()).reshape([l * heads * dh]));
+        for h in 0..heads {
+            for i in 0..l {
+                let s: Vec<f32> = (0..real)
+                    .map(|j| {
+                        (0..dh).map(|d| q[i * heads * dh + h * dh + d] * k[j * heads * dh + h * dh + d]).sum::<f32>()
+                    })
+                    .map(|s| s * scale)
+                    .collect();
+                let top = s.iter().cloned().fold(f32::MIN, f32::max);
+                let z: f32 = s.iter().map(|v| (v - top).exp()).sum();
+                for j in 0..l {
+                    let want = if j < real { (s[j] - top).exp() / z } else { 0.0 };
+                    let g = got[h * l * l + i * l + j];
+                    assert!((g - want).abs() < 1e-5, "scaled {is_scaled}, head {h}, {i}→{j}: {g} vs {want}");
+                }
+            }
+        }
+    }
+}

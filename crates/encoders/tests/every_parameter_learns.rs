@@ -44,9 +44,16 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
             words: vec![2, 3, 4],
             chars: vec![vec![2], vec![3, 4], vec![5]],
             caps: vec![2, 4, 3],
+            bigrams: vec![2, 3, 4],
             tags: Some(vec![1, 3, 0]),
         },
-        Encoded { words: vec![5, 2], chars: vec![vec![6, 2], vec![2]], caps: vec![1, 2], tags: Some(vec![4, 0]) },
+        Encoded {
+            words: vec![5, 2],
+            chars: vec![vec![6, 2], vec![2]],
+            caps: vec![1, 2],
+            bigrams: vec![5, 1],
+            tags: Some(vec![4, 0]),
+        },
     ];
     // The same sentences as contexts of questions (extractive QA).
     let questions = [vec![3, 5], vec![4]];
@@ -59,6 +66,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
                 words: q.clone(),
                 chars: q.iter().map(|&w| vec![w]).collect(),
                 caps: vec![1; q.len()],
+                bigrams: Vec::new(),
                 tags: None,
             },
             // Every cue class 1..=4 somewhere, so each cue embedding learns.
@@ -81,6 +89,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         let batch = Batch::pad(examples, &[0, 1]);
         let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 4;
+        cfg.features.bigram_dim = 3;
         cfg.features.dropout = 0.0;
         cfg.encoder.bilstm.layers = 2;
         cfg.encoder.attention.position = position;
@@ -90,8 +99,10 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
             cfg.features.cue_dim = 2;
             cfg.features.aligned_dim = 8;
         }
-        let model = cfg
-            .init::<AD>(TaggerShape { words: 6, chars: 7, tags: &tags, scheme: Scheme::Bioes, pretrained: None }, &dev);
+        let model = cfg.init::<AD>(
+            TaggerShape { words: 6, chars: 7, bigrams: 6, tags: &tags, scheme: Scheme::Bioes, pretrained: None },
+            &dev,
+        );
         let input = TaggerInput::<AD>::from_batch(&batch, &dev);
         let loss = model.loss(&input, tags_tensor(batch.context(), &dev).unwrap()).unwrap();
         let grads = loss.backward();

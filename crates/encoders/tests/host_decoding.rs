@@ -18,7 +18,8 @@ fn host_decoding_equals_tensor_decoding() {
     for decoder in [DecoderKind::Crf, DecoderKind::Softmax] {
         B::seed(&device, 3);
         let cfg = TaggerConfig { decoder, ..Default::default() };
-        let shape = TaggerShape { words: 10, chars: 10, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+        let shape =
+            TaggerShape { words: 10, chars: 10, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
         let model = cfg.init::<B>(shape, &device);
         let lengths = [4usize, 7, 0, 1];
         let l = 7;

@@ -180,12 +180,14 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
             words: words.to_vec(),
             chars: words.iter().map(|&w| vec![w, w + 1]).collect(),
             caps: vec![1; words.len()],
+            bigrams: Vec::new(),
             tags: None,
         },
         question: Encoded {
             words: question.to_vec(),
             chars: question.iter().map(|&w| vec![w]).collect(),
             caps: vec![2; question.len()],
+            bigrams: Vec::new(),
             tags: None,
         },
         cues: (0..words.len() * corpus::cues::CUES).map(|k| (k % 5 + 1) as u32).collect(),
@@ -203,7 +205,8 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         cfg.features.question_match_dim = 3;
         cfg.features.cue_dim = 2;
         cfg.features.aligned_dim = 3;
-        let shape = TaggerShape { words: 9, chars: 10, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+        let shape =
+            TaggerShape { words: 9, chars: 10, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
         let model = cfg.init::<B>(shape, &dev());
         let t = tags.len();
         let batch = TaggerInput::<B>::from_batch(&Batch::pad(&data, &[0, 1, 2]), &dev());

@@ -19,12 +19,14 @@ fn batch(questions: bool) -> Batch {
             words: words.to_vec(),
             chars: words.iter().map(|&w| vec![w]).collect(),
             caps: vec![1; words.len()],
+            bigrams: Vec::new(),
             tags: Some(tags.to_vec()),
         };
         let question = Encoded {
             words: question.to_vec(),
             chars: question.iter().map(|&w| vec![w]).collect(),
             caps: vec![2; question.len()],
+            bigrams: Vec::new(),
             tags: None,
         };
         if questions {
@@ -48,7 +50,8 @@ fn a_batch_that_does_not_fit_the_question_mode_is_an_error() {
         (EncoderKind::Attention, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Cross),
     ] {
-        let shape = TaggerShape { words: 6, chars: 6, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+        let shape =
+            TaggerShape { words: 6, chars: 6, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
         let model = common::small_tagger(kind, mode).init::<B>(shape, &dev);
         assert_eq!(model.question_mode(), mode);
         let what = format!("{kind:?}/{mode:?}");
@@ -80,7 +83,7 @@ fn a_batch_that_does_not_fit_the_question_mode_is_an_error() {
 fn attention_layers_count_the_attention_blocks() {
     let dev = Default::default();
     let tags = Scheme::Bioes.tag_set(&["X".into()]);
-    let shape = || TaggerShape { words: 6, chars: 6, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+    let shape = || TaggerShape { words: 6, chars: 6, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
     let bilstm = common::small_tagger(EncoderKind::Bilstm, QuestionMode::None).init::<B>(shape(), &dev);
     assert_eq!(bilstm.attention_layers(), 0);
     for layers in [1, 3] {
@@ -99,7 +102,7 @@ fn attention_layers_count_the_attention_blocks() {
 fn readers_give_their_context_to_question_weights() {
     let dev = Default::default();
     let tags = Scheme::Bioes.tag_set(&["ANS".into()]);
-    let shape = || TaggerShape { words: 6, chars: 6, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
+    let shape = || TaggerShape { words: 6, chars: 6, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
     let padded = batch(true);
     let input = TaggerInput::<B>::from_batch(&padded, &dev);
     // Contexts of 3 and 2 tokens, questions of 2 and 1.

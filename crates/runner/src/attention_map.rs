@@ -141,7 +141,13 @@ mod tests {
     use corpus::batch::{Encoded, Example};
 
     fn sentence(n: usize, nq: usize) -> Example {
-        let tokens = |n: usize| Encoded { words: vec![2; n], chars: vec![vec![2]; n], caps: vec![1; n], tags: None };
+        let tokens = |n: usize| Encoded {
+            words: vec![2; n],
+            chars: vec![vec![2]; n],
+            caps: vec![1; n],
+            bigrams: Vec::new(),
+            tags: None,
+        };
         Example::Asked { context: tokens(n), question: tokens(nq), cues: vec![0; n * corpus::cues::CUES] }
     }
 

@@ -4,24 +4,32 @@
 
 use crate::reporter::Reporter;
 use crate::rundir;
-use crate::step::Opt;
+use crate::step::{Learner, Opt};
 use anyhow::{bail, Result};
 use burn::optim::Optimizer;
 use burn::tensor::backend::AutodiffBackend;
-use encoders::Tagger;
+use encoders::ops::SeqBackend;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Writes the checkpoint at `state`'s position (model, optimizer, then the
-/// state file, each atomically) and removes all but the two newest.
-pub fn save<B: AutodiffBackend>(model: &Tagger<B>, opt: &Opt<B>, state: &rundir::TrainState, out: &Path) -> Result<()> {
-    let [m, o, j] = rundir::checkpoint_files(out, state.position());
-    rundir::save_module::<B, _>(model, &m)?;
-    match opt {
+/// Writes the checkpoint at `state`'s position (model, optimizer, the
+/// weight average when the run keeps one, then the state file, each
+/// atomically) and removes all but the two newest.
+pub fn save<B: AutodiffBackend + SeqBackend>(
+    learner: &Learner<B>,
+    state: &rundir::TrainState,
+    out: &Path,
+) -> Result<()> {
+    let [m, o, j, a] = rundir::checkpoint_files(out, state.position());
+    rundir::save_module::<B, _>(learner.model(), &m)?;
+    match &learner.opt {
         Opt::Adam(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
         Opt::AdamW(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
         Opt::Sgd(x) => rundir::save_record::<B, _>(x.to_record(), &o)?,
+    }
+    if let Some(average) = learner.average().and_then(|x| x.model()) {
+        rundir::save_module::<B::InnerBackend, _>(average, &a)?;
     }
     rundir::write_json(&j, state)?;
     for old in rundir::checkpoints(out).into_iter().skip(2) {
@@ -42,15 +50,17 @@ pub fn remove_all(out: &Path) {
     }
 }
 
-/// The newest intact checkpoint of `out`: a damaged or missing file makes
-/// it fall back to the one before, with a note.
-pub fn load<B: AutodiffBackend>(
-    model: Tagger<B>,
-    opt: Opt<B>,
+/// The newest intact checkpoint of `out`, into `learner` (model,
+/// optimizer, and the weight average when it keeps one: after a checkpoint
+/// without one, from a run that did not average, the average starts with
+/// the next step); a damaged or missing file makes it fall back to the one
+/// before, with a note.
+pub fn load<B: AutodiffBackend + SeqBackend>(
+    learner: Learner<B>,
     out: &Path,
     device: &B::Device,
     reporter: &dyn Reporter,
-) -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
+) -> Result<(Learner<B>, rundir::TrainState)> {
     let found = rundir::checkpoints(out);
     if found.is_empty() {
         bail!(
@@ -59,18 +69,24 @@ pub fn load<B: AutodiffBackend>(
         );
     }
     for at in found {
-        let [m, o, j] = rundir::checkpoint_files(out, at);
-        let attempt = || -> Result<(Tagger<B>, Opt<B>, rundir::TrainState)> {
+        let [m, o, j, a] = rundir::checkpoint_files(out, at);
+        let attempt = || -> Result<(Learner<B>, rundir::TrainState)> {
             let text = corpus::io::read_text(&j)?;
             let state: rundir::TrainState =
                 serde_json::from_str(&text).map_err(|e| corpus::vocab::json_error(&j, &e))?;
-            let model = rundir::load_module::<B, _>(model.clone(), &m, device)?;
-            let opt = match opt.clone() {
+            let model = rundir::load_module::<B, _>(learner.model().clone(), &m, device)?;
+            let opt = match learner.opt.clone() {
                 Opt::Adam(x) => Opt::Adam(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
                 Opt::AdamW(x) => Opt::AdamW(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
                 Opt::Sgd(x) => Opt::Sgd(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
             };
-            Ok((model, opt, state))
+            let decay = learner.average().map_or(0.0, |x| x.decay());
+            let mut resumed = Learner::new(model, opt, learner.word_dropout).averaging(decay, state.step);
+            if decay > 0.0 && a.exists() {
+                let average = rundir::load_module::<B::InnerBackend, _>(resumed.valid(), &a, device)?;
+                resumed.restore_average(average);
+            }
+            Ok((resumed, state))
         };
         match attempt() {
             Ok(found) => return Ok(found),

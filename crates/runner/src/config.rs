@@ -63,6 +63,32 @@ pub struct DataConfig {
     /// subword tokenizer (`tokenizer.json`); empty = `tokenizer.json` in the
     /// data folder (`seqlab tokenizer train` makes one).
     pub tokenizer: PathBuf,
+    /// Character bigrams as a second input (with `model.features.bigram_dim`
+    /// > 0): "auto" reads them when the data is character-level (Chinese
+    /// NER), "on" always, "off" never.
+    pub bigrams: Bigrams,
+    /// Bigrams seen fewer times in training map to `<unk>`.
+    pub min_bigram_freq: usize,
+}
+
+/// When a run reads character bigrams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bigrams {
+    Auto,
+    On,
+    Off,
+}
+
+impl Bigrams {
+    /// Whether data cut into tokens this way reads bigrams.
+    pub fn read(self, tokenization: corpus::Tokenization) -> bool {
+        match self {
+            Bigrams::Auto => tokenization == corpus::Tokenization::Chars,
+            Bigrams::On => true,
+            Bigrams::Off => false,
+        }
+    }
 }
 
 impl Default for DataConfig {
@@ -78,6 +104,8 @@ impl Default for DataConfig {
             max_len: 0,
             stride: 0,
             tokenizer: PathBuf::new(),
+            bigrams: Bigrams::Auto,
+            min_bigram_freq: 1,
         }
     }
 }
@@ -158,6 +186,11 @@ pub struct TrainConfig {
     /// Replace training words by `<unk>` with this probability (teaches the
     /// `<unk>` embedding, which test words unseen in training use).
     pub word_dropout: f64,
+    /// Weight averaging: dev F1 is measured on, and the run saves, an
+    /// exponential moving average of the weights with this decay per step
+    /// (0.999: about the last 1,000 steps); 0 turns it off. Free at
+    /// inference ([`crate::average`]).
+    pub average_decay: f64,
     /// Evaluate on dev every this many epochs.
     pub eval_every: usize,
     /// Stop after the epoch during which this many minutes (training and
@@ -198,6 +231,7 @@ impl Default for TrainConfig {
             grad_clip: 5.0,
             patience: 5,
             word_dropout: 0.0,
+            average_decay: 0.0,
             eval_every: 1,
             max_minutes: 0.0,
             max_memory: String::new(),
@@ -327,6 +361,9 @@ fn validate(cfg: &RunConfig) -> Result<()> {
     if cfg.train.lr <= 0.0 || !cfg.train.lr.is_finite() {
         bail!("train.lr must be a positive number, found {}", cfg.train.lr);
     }
+    if !(0.0..1.0).contains(&cfg.train.average_decay) {
+        bail!("train.average_decay must be in [0, 1), found {}", cfg.train.average_decay);
+    }
     if !(0.0..1.0).contains(&cfg.train.word_dropout) {
         bail!("train.word_dropout must be in [0, 1), found {}", cfg.train.word_dropout);
     }
@@ -418,6 +455,9 @@ mod tests {
             ("model.features", "caps_dim", &["0", "2"]),
             ("model.features", "question_match_dim", &["0", "2"]),
             ("model.features", "dropout", &["0.0", "0.5", "1.0", "-0.1", "nan"]),
+            ("model.features", "bigram_dim", &["0", "3"]),
+            ("data", "bigrams", &["\"auto\"", "\"on\"", "\"off\"", "\"yes\""]),
+            ("data", "min_bigram_freq", &["0", "1", "2"]),
             ("model.encoder", "kind", &["\"bilstm\"", "\"attention\"", "\"rnn\""]),
             ("model.encoder.bilstm", "hidden", &["0", "1", "6"]),
             ("model.encoder.bilstm", "layers", &["0", "1", "2"]),
@@ -444,6 +484,7 @@ mod tests {
             ("train", "momentum", &["0.9", "1.0"]),
             ("train", "warmup_fraction", &["0.0", "0.5", "2.0"]),
             ("train", "word_dropout", &["0.0", "0.5", "1.0"]),
+            ("train", "average_decay", &["0.0", "0.99", "1.0", "-0.5"]),
             ("train", "on_nan", &["\"stop\"", "\"skip\"", "\"ignore\""]),
             ("train", "checkpoint_every", &["0", "3"]),
             ("train", "max_memory", &["\"\"", "\"8GiB\"", "\"lots\""]),
@@ -494,7 +535,7 @@ mod tests {
             ];
             let labels: Vec<String> = ["MISC", "ORG", "PER"].map(String::from).to_vec();
             let normalize = Normalize { lowercase: cfg.data.lowercase, zero_digits: cfg.data.zero_digits };
-            let vocabs = Vocabs::build(
+            let mut vocabs = Vocabs::build(
                 sentences.iter().map(|s| s.as_slice()),
                 &labels,
                 normalize,
@@ -502,6 +543,10 @@ mod tests {
                 scheme,
                 Scheme::Iob2,
             );
+            if cfg.model.features.bigram_dim > 0 {
+                let v = corpus::bigrams::vocabulary(sentences.iter().map(|s| s.as_slice()), normalize, 1);
+                vocabs.bigrams = Some(v);
+            }
             let encoded: Vec<_> = sentences
                 .iter()
                 .zip(&spans)
@@ -511,6 +556,7 @@ mod tests {
                 TaggerShape {
                     words: vocabs.words.len(),
                     chars: vocabs.chars.len(),
+                    bigrams: vocabs.bigrams.as_ref().map_or(0, |v| v.len()),
                     tags: &vocabs.parsed_tags(),
                     scheme,
                     pretrained: None,

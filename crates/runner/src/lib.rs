@@ -22,6 +22,7 @@
 
 pub mod analysis;
 pub mod attention_map;
+pub mod average;
 pub mod bench;
 pub mod checkpoint;
 pub mod compare;

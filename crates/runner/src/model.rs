@@ -16,6 +16,7 @@ pub fn build_model<B: Backend>(
         TaggerShape {
             words: vocabs.words.len(),
             chars: vocabs.chars.len(),
+            bigrams: vocabs.bigrams.as_ref().map_or(0, |v| v.len()),
             tags: &vocabs.parsed_tags(),
             scheme: vocabs.scheme,
             pretrained,

@@ -93,6 +93,22 @@ impl Prepared {
     }
 }
 
+/// Gives `vocabs` the training sentences' bigram vocabulary when the
+/// tagger reads bigrams (`model.features.bigram_dim` > 0 and `data.bigrams`
+/// on for this data); otherwise turns the feature off in `cfg`, so that
+/// the run's config.toml says what was trained.
+fn add_bigrams(cfg: &mut RunConfig, vocabs: &mut Vocabs, sentences: &[corpus::Sentence]) {
+    if cfg.model.features.bigram_dim == 0 {
+        return;
+    }
+    if !cfg.data.bigrams.read(vocabs.tokenization()) {
+        cfg.model.features.bigram_dim = 0;
+        return;
+    }
+    let texts = sentences.iter().map(|s| s.tokens.as_slice());
+    vocabs.bigrams = Some(corpus::bigrams::vocabulary(texts, vocabs.normalize, cfg.data.min_bigram_freq));
+}
+
 /// Builds vocabularies from the training split and encodes every split.
 pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     let train = ds.split(SplitName::Train).with_context(|| format!("{}: no training split", ds.dir.display()))?;
@@ -122,6 +138,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         vocabs.chars.insert(c.encode_utf8(&mut [0; 4]));
     }
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
+    add_bigrams(cfg, &mut vocabs, &train.sentences);
     let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(

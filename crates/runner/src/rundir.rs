@@ -322,8 +322,9 @@ impl std::fmt::Display for Position {
 }
 
 /// The files of the checkpoint at `at`: model, optimizer, state (written last).
-pub fn checkpoint_files(dir: &Path, at: Position) -> [PathBuf; 3] {
-    ["model", "optim", "json"].map(|ext| dir.join(format!("checkpoint-e{:04}-b{:06}.{ext}", at.epoch, at.batch)))
+pub fn checkpoint_files(dir: &Path, at: Position) -> [PathBuf; 4] {
+    ["model", "optim", "json", "average"]
+        .map(|ext| dir.join(format!("checkpoint-e{:04}-b{:06}.{ext}", at.epoch, at.batch)))
 }
 
 /// Checkpoints that have a state file, newest first.

@@ -2,6 +2,7 @@
 //! memory`: word dropout, forward and backward (cut into concurrent parts
 //! on the CPU), the finiteness check, the optimizer update.
 
+use crate::average::Average;
 use crate::config::{OptimizerKind, RunConfig};
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::adaptor::OptimizerAdaptor;
@@ -77,11 +78,39 @@ pub struct Learner<B: AutodiffBackend> {
     pub opt: Opt<B>,
     /// Word dropout: a training token's word id becomes UNK with this probability.
     pub word_dropout: f64,
+    /// The running average of the weights, when the run averages them.
+    average: Option<Average<B::InnerBackend>>,
 }
 
 impl<B: AutodiffBackend + SeqBackend> Learner<B> {
     pub fn new(model: Tagger<B>, opt: Opt<B>, word_dropout: f64) -> Self {
-        Learner { model: Some(model), opt, word_dropout }
+        Learner { model: Some(model), opt, word_dropout, average: None }
+    }
+
+    /// Keeps an average of the weights from here on (`train.average_decay`;
+    /// 0: none), `steps` taken so far.
+    pub fn averaging(mut self, decay: f64, steps: usize) -> Self {
+        self.average = (decay > 0.0).then(|| Average::new(decay, steps));
+        self
+    }
+
+    /// The weight average, when the run keeps one.
+    pub fn average(&self) -> Option<&Average<B::InnerBackend>> {
+        self.average.as_ref()
+    }
+
+    /// Replaces the average's weights by saved ones (a resumed run's).
+    pub fn restore_average(&mut self, model: Tagger<B::InnerBackend>) {
+        self.average = self.average.take().map(|a| a.with_model(model));
+    }
+
+    /// What is evaluated and saved: the averaged weights when the run
+    /// averages them, else the model as it is now, on the inference backend.
+    pub fn evaluated(&self) -> Tagger<B::InnerBackend> {
+        match self.average.as_ref().and_then(Average::model) {
+            Some(average) => average.clone(),
+            None => self.valid(),
+        }
     }
 
     pub fn model(&self) -> &Tagger<B> {
@@ -126,24 +155,32 @@ impl<B: AutodiffBackend + SeqBackend> Learner<B> {
             None => self.opt.step(lr, model, grads),
             Some(_) => model,
         });
+        if let (None, Some(average)) = (&bad, self.average.as_mut()) {
+            average.update(&self.model.as_ref().expect("just stepped").valid());
+        }
         Ok(bad.map_or(Outcome::Stepped(value), Outcome::Skipped))
-    }
-
-    /// The model and optimizer, for a checkpoint.
-    pub fn parts(&self) -> (&Tagger<B>, &Opt<B>) {
-        (self.model(), &self.opt)
     }
 }
 
 /// `batch` with each real token's word id replaced by UNK with
-/// probability `p` (the tagged sentences' words, not the questions').
+/// probability `p` (the tagged sentences' words, not the questions'), and,
+/// when the tagger reads character bigrams, each bigram id too, drawn
+/// independently after the words (so that a run without bigrams drops the
+/// same words as before): the `<unk>` rows learn what an unseen item reads.
 fn word_dropout(batch: &Batch, p: f64, seed: u64) -> Batch {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut batch = batch.clone();
     let context = batch.context_mut();
-    for (w, &real) in context.words.iter_mut().zip(&context.mask) {
-        if real && rng.random_bool(p) {
-            *w = UNK_ID as i64;
+    let has_bigrams = context.bigrams.iter().any(|&g| g != 0);
+    let mut ids = vec![&mut context.words];
+    if has_bigrams {
+        ids.push(&mut context.bigrams);
+    }
+    for column in ids {
+        for (w, &real) in column.iter_mut().zip(&context.mask) {
+            if real && rng.random_bool(p) {
+                *w = UNK_ID as i64;
+            }
         }
     }
     batch

@@ -121,9 +121,11 @@ where
         model: encoders::Tagger<B>,
         device: &'a B::Device,
     ) -> Result<Self> {
-        let (mut model, mut opt, mut state, mut rows) = (model, Opt::<B>::new(cfg), TrainState::default(), Vec::new());
+        let mut learner =
+            Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout).averaging(cfg.train.average_decay, 0);
+        let (mut state, mut rows) = (TrainState::default(), Vec::new());
         if opts.resume {
-            (model, opt, state) = checkpoint::load::<B>(model, opt, opts.out, device, opts.reporter)?;
+            (learner, state) = checkpoint::load::<B>(learner, opts.out, device, opts.reporter)?;
             rows = rundir::read_metrics(&opts.out.join(rundir::METRICS))?;
             rows.truncate(state.epoch);
             if !opts.quiet {
@@ -147,7 +149,7 @@ where
             prep,
             opts,
             device,
-            learner: Learner::new(model, opt, cfg.train.word_dropout),
+            learner,
             state,
             rows,
             total_steps,
@@ -305,8 +307,7 @@ where
 
     fn save_checkpoint(&mut self) -> Result<()> {
         self.state.wall_seconds = self.wall();
-        let (model, opt) = self.learner.parts();
-        checkpoint::save(model, opt, &self.state, self.opts.out)
+        checkpoint::save(&self.learner, &self.state, self.opts.out)
     }
 
     fn interrupted(&self) -> anyhow::Error {
@@ -332,7 +333,7 @@ where
             lr: sums.lr,
         };
         let evaluate_now = epoch % t.eval_every.max(1) == 0 || epoch == t.epochs;
-        let inner = self.learner.valid();
+        let inner = self.learner.evaluated();
         let dev = self.prep.split(SplitName::Dev);
         let (improved, selected) = match (dev, evaluate_now) {
             (Some(dev), true) => {

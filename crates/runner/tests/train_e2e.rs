@@ -142,7 +142,13 @@ fn predict_cuts_raw_chinese_text_as_the_training_data_was() {
     args.extend(["--epochs", "2", "--quiet"]);
     args.extend(SMALL);
     ok(seqlab(&args));
-    assert_eq!(json(&run.join("vocab.json"))["tokenization"], "chars");
+    let vocab = json(&run.join("vocab.json"));
+    assert_eq!(vocab["tokenization"], "chars");
+    // Character-level data: the shipped config's bigrams switch on.
+    let bigrams = vocab["bigrams"].as_array().expect("a bigram vocabulary");
+    assert!(bigrams.len() > 100 && bigrams[2].as_str().unwrap().contains(' '), "{bigrams:?}");
+    let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(config.contains("bigram_dim = 50"), "{config}");
 
     // The test sentences as raw lines (characters joined, no spaces) and
     // the tags the run gave them in columns.
@@ -183,6 +189,9 @@ fn same_seed_twice_gives_identical_metrics() {
     train("bilstm-crf.toml", &a, "7", "2", &[]);
     train("bilstm-crf.toml", &b, "7", "2", &[]);
     assert_eq!(metrics(&a), metrics(&b));
+    // Word-level data: the shipped config's bigrams stay off, and say so.
+    assert!(json(&a.join("vocab.json")).get("bigrams").is_none());
+    assert!(std::fs::read_to_string(a.join("config.toml")).unwrap().contains("bigram_dim = 0"));
     let (sa, sb) = (json(&a.join("summary.json")), json(&b.join("summary.json")));
     assert_eq!(sa["test"], sb["test"]);
     assert_eq!(
@@ -465,11 +474,14 @@ fn start_until(args: &[String], dir: &Path, ready: impl Fn(&str) -> bool) -> std
 fn a_killed_run_resumes_to_the_same_metrics() {
     let work = tempfile::tempdir().unwrap();
     let whole = work.path().join("whole");
-    train("bilstm-crf.toml", &whole, "3", "6", &[]);
+    // With weight averaging, whose running average the checkpoints carry.
+    let average = ["--set", "train.average_decay=0.9"];
+    train("bilstm-crf.toml", &whole, "3", "6", &average);
     // The same run with checkpoints every 5 steps, killed (SIGKILL) once
     // one inside epoch 2 is written: it resumes mid-epoch.
     let cut = work.path().join("cut");
-    let args = train_args("bilstm-crf.toml", &cut, "3", "6", &["--set", "train.checkpoint_every=5"]);
+    let args =
+        train_args("bilstm-crf.toml", &cut, "3", "6", &[&average[..], &["--set", "train.checkpoint_every=5"]].concat());
     let mut child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-b") && !n.contains("-b000000"));
     assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
     child.kill().unwrap();

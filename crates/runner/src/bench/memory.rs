@@ -211,7 +211,7 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
     let tags = synthetic_tags();
     let o = tags.iter().position(|t| t.to_string() == "O").context("no O tag")?;
     let model = cfg.model.init::<B>(
-        TaggerShape { words: s.words, chars: 100, tags: &tags, scheme: Scheme::Bioes, pretrained: None },
+        TaggerShape { words: s.words, chars: 100, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None },
         device,
     );
     let params = model.num_params();
@@ -262,6 +262,7 @@ fn synthetic_batch(batch: usize, len: usize, word_len: usize, words: usize, o_ta
         lengths: vec![len; batch],
         words: (0..n).map(|_| rng.random_range(2..words.max(3)) as i64).collect(),
         caps: (0..n).map(|_| rng.random_range(1..5)).collect(),
+        bigrams: vec![0; n],
         chars: (0..n * word_len).map(|_| rng.random_range(2..60)).collect(),
         tags: Some(vec![o_tag as i64; n]),
         mask: vec![true; n],
