@@ -1,10 +1,15 @@
 //! Input features: word embeddings (random or pretrained), a character CNN
-//! with max-pooling (Ma & Hovy 2016), a capitalisation embedding, and for
+//! with max-pooling (Ma & Hovy 2016) or a small character Transformer with
+//! max-pooling (TENER, Yan et al. 2019), a capitalisation embedding,
+//! character bigrams (character-level data), and for
 //! question-conditioned tagging the "exact match" feature of DrQA (Chen et
 //! al. 2017): whether a context token also occurs in its question.
 
 use crate::dropout::Dropout;
 use crate::input::Tokens;
+use crate::ops::SeqBackend;
+use crate::positional::Position;
+use crate::transformer::{AttentionConfig, AttentionEncoder};
 use burn::module::Param;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, PaddingConfig1d};
@@ -20,12 +25,17 @@ use serde::{Deserialize, Serialize};
 pub struct FeaturesConfig {
     /// Word embedding size (ignored when pretrained vectors set it).
     pub word_dim: usize,
-    /// Character embedding size; 0 turns the character CNN off.
+    /// Character embedding size; 0 turns the character features off.
     pub char_dim: usize,
-    /// Character CNN filters (output size).
+    /// What reads a word's characters: a CNN or a Transformer layer.
+    pub char_encoder: CharEncoder,
+    /// Character features per word: the CNN's filters, or the character
+    /// Transformer's model size.
     pub char_filters: usize,
     /// Character CNN width.
     pub char_kernel: usize,
+    /// Heads of the character Transformer (they divide `char_filters`).
+    pub char_heads: usize,
     /// Capitalisation embedding size; 0 turns it off.
     pub caps_dim: usize,
     /// Character-bigram embedding size ([`corpus::bigrams`]: each token
@@ -49,6 +59,37 @@ pub struct FeaturesConfig {
     pub aligned_dim: usize,
     /// Dropout on the concatenated features.
     pub dropout: f64,
+}
+
+/// The encoder of a word's characters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CharEncoder {
+    /// Convolution over the characters, max-pooled (Ma & Hovy 2016).
+    #[default]
+    Cnn,
+    /// TENER's character encoder: one Transformer layer over the characters
+    /// (relative, direction-aware positions, unscaled attention, feed-forward
+    /// twice the model size, dropout 0.15), max-pooled over real characters.
+    Transformer,
+}
+
+impl CharEncoder {
+    /// The character Transformer of model size `d` with `heads` heads.
+    pub fn transformer(d: usize, heads: usize) -> AttentionConfig {
+        AttentionConfig {
+            d_model: d,
+            layers: 1,
+            heads,
+            head_dim: 0,
+            ffn: 2 * d,
+            dropout: 0.15,
+            attention_dropout: 0.15,
+            position: Position::Relative,
+            scaled: false,
+            ..AttentionConfig::default()
+        }
+    }
 }
 
 /// A reading cue, as configurations name it.
@@ -88,8 +129,10 @@ impl Default for FeaturesConfig {
         FeaturesConfig {
             word_dim: 100,
             char_dim: 30,
+            char_encoder: CharEncoder::Cnn,
             char_filters: 50,
             char_kernel: 3,
+            char_heads: 3,
             caps_dim: 0,
             bigram_dim: 0,
             question_match_dim: 0,
@@ -142,18 +185,15 @@ impl FeaturesConfig {
             assert_eq!(w.len(), words * self.word_dim, "pretrained matrix has the wrong size");
             word.weight = Param::from_tensor(Tensor::from_data(TensorData::new(w, [words, self.word_dim]), device));
         }
-        let (char_emb, char_cnn) = if self.char_dim > 0 {
-            (
-                Some(EmbeddingConfig::new(chars, self.char_dim).init(device)),
-                Some(
-                    Conv1dConfig::new(self.char_dim, self.char_filters, self.char_kernel)
-                        .with_padding(PaddingConfig1d::Same)
-                        .init(device),
-                ),
-            )
-        } else {
-            (None, None)
-        };
+        let char_emb = (self.char_dim > 0).then(|| EmbeddingConfig::new(chars, self.char_dim).init(device));
+        let on = |kind: CharEncoder| self.char_dim > 0 && self.char_encoder == kind;
+        let char_cnn = on(CharEncoder::Cnn).then(|| {
+            Conv1dConfig::new(self.char_dim, self.char_filters, self.char_kernel)
+                .with_padding(PaddingConfig1d::Same)
+                .init(device)
+        });
+        let char_transformer = on(CharEncoder::Transformer)
+            .then(|| CharEncoder::transformer(self.char_filters, self.char_heads).init(self.char_dim, device));
         let caps =
             (self.caps_dim > 0).then(|| EmbeddingConfig::new(corpus::batch::CAPS_CLASSES, self.caps_dim).init(device));
         let question_match = (self.question_match_dim > 0)
@@ -171,6 +211,7 @@ impl FeaturesConfig {
             word,
             char_emb,
             char_cnn,
+            char_transformer,
             caps,
             bigram,
             question_match,
@@ -187,6 +228,7 @@ pub struct Features<B: Backend> {
     pub word: Embedding<B>,
     pub char_emb: Option<Embedding<B>>,
     pub char_cnn: Option<Conv1d<B>>,
+    pub char_transformer: Option<AttentionEncoder<B>>,
     pub caps: Option<Embedding<B>>,
     pub bigram: Option<Embedding<B>>,
     pub question_match: Option<Embedding<B>>,
@@ -200,7 +242,7 @@ pub struct Features<B: Backend> {
     pub dropout: Dropout,
 }
 
-impl<B: Backend> Features<B> {
+impl<B: SeqBackend> Features<B> {
     /// `[B, L, D]` features, zero at padded positions. `question`: the
     /// questions the sentences are read against (extractive QA), for the
     /// question-match feature and the aligned question embedding, and
@@ -217,6 +259,9 @@ impl<B: Backend> Features<B> {
         let mut parts = vec![words.clone()];
         if let (Some(emb), Some(cnn)) = (&self.char_emb, &self.char_cnn) {
             parts.push(char_features(emb, cnn, input.chars.clone()));
+        }
+        if let (Some(emb), Some(encoder)) = (&self.char_emb, &self.char_transformer) {
+            parts.push(char_transformer_features(emb, encoder, input.chars.clone()));
         }
         if let Some(caps) = &self.caps {
             parts.push(caps.forward(input.caps.clone()));
@@ -281,6 +326,28 @@ pub fn question_match<B: Backend>(input: &Tokens<B>, question: Option<&Tokens<B>
     let real_q = q.mask.clone().unsqueeze_dim::<3>(1).expand([b, l, lq]); // [B, L, Lq]
     let hit = c.equal(qw).bool_and(real_q).any_dim(2).squeeze_dim::<2>(2); // [B, L]
     hit.bool_and(input.mask.clone()).int()
+}
+
+/// TENER's character Transformer: each word's characters `[B, L, W]`
+/// (0 at padding) embedded, encoded by one Transformer layer that only
+/// attends to the word's real characters, and max-pooled over them →
+/// `[B, L, F]`, zeros for padding tokens. Like the CNN's, a word's features
+/// do not depend on the other words of its batch.
+fn char_transformer_features<B: SeqBackend>(
+    emb: &Embedding<B>,
+    encoder: &AttentionEncoder<B>,
+    chars: Tensor<B, 3, Int>,
+) -> Tensor<B, 3> {
+    let [b, l, w] = chars.dims();
+    let n = b * l;
+    let flat = chars.reshape([n, w]); // [N, W] with N = B·L
+    let real = flat.clone().greater_elem(0); // [N, W]
+    let (h, _) = encoder.forward(emb.forward(flat), real.clone(), false); // [N, W, F], 0 at padding
+    let f = h.dims()[2];
+    let padding = real.clone().bool_not().unsqueeze_dim::<3>(2).expand([n, w, f]);
+    let pooled = h.mask_fill(padding, -1.0e4).max_dim(1).reshape([n, f]); // [N, F]
+    let any = real.any_dim(1).float(); // [N, 1]: 0 for padding tokens
+    (pooled * any).reshape([b, l, f])
 }
 
 /// Character CNN: embed, convolve over each word's characters, max-pool.
@@ -393,6 +460,51 @@ mod tests {
             let want = id.map_or(vec![0.0; 3], |i: usize| table[i * 3..i * 3 + 3].to_vec());
             assert_eq!(got, want.as_slice(), "position {pos}");
         }
+    }
+
+    /// The character Transformer's features of a word are its own: the
+    /// same alone as beside longer words, in a padded batch; padding
+    /// tokens read zeros; different words differ.
+    #[test]
+    fn char_transformer_features_of_a_word_do_not_depend_on_its_batch() {
+        let device = Default::default();
+        let cfg = FeaturesConfig {
+            word_dim: 2,
+            char_dim: 4,
+            char_encoder: CharEncoder::Transformer,
+            char_filters: 6,
+            char_heads: 2,
+            dropout: 0.0,
+            ..Default::default()
+        };
+        let f = cfg.init::<B>(9, 14, 0, None, &device);
+        let with = |chars: Vec<Vec<u32>>| Encoded {
+            words: vec![2; chars.len()],
+            caps: vec![0; chars.len()],
+            bigrams: Vec::new(),
+            chars,
+            tags: None,
+        };
+        let features = |data: Vec<Encoded>| -> Vec<f32> {
+            let ids: Vec<usize> = (0..data.len()).collect();
+            let batch = Batch::pad(&data.into_iter().map(Example::Plain).collect::<Vec<_>>(), &ids);
+            let input = crate::TaggerInput::<B>::from_batch(&batch, &device);
+            f.forward(input.context(), None, None).into_data().to_vec().unwrap()
+        };
+        let alone = features(vec![with(vec![vec![3, 4, 5]])]);
+        // Sentence 0: the word, then a longer one; sentence 1 longer still.
+        let batch = features(vec![
+            with(vec![vec![3, 4, 5], vec![6, 7, 8, 9, 10, 11, 12]]),
+            with(vec![vec![13], vec![5, 4], vec![3, 3, 3]]),
+        ]);
+        let chars = |v: &[f32], token: usize| v[token * 8 + 2..token * 8 + 8].to_vec();
+        let (a, b) = (chars(&alone, 0), chars(&batch, 0));
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-5, "{a:?} vs {b:?}");
+        }
+        assert!(a.iter().any(|x| x.abs() > 1e-3), "{a:?}");
+        assert_eq!(chars(&batch, 2), vec![0.0; 6], "sentence 0's padding token");
+        assert_ne!(chars(&batch, 1), a);
     }
 
     /// The character CNN as Burn's `Conv1d` module computes it: transpose to

@@ -177,6 +177,15 @@ impl TaggerConfig {
         if f.char_dim > 0 {
             positive("features.char_filters", f.char_filters)?;
             positive("features.char_kernel", f.char_kernel)?;
+            if f.char_encoder == crate::features::CharEncoder::Transformer {
+                positive("features.char_heads", f.char_heads)?;
+                if f.char_filters % f.char_heads != 0 {
+                    return Err(format!(
+                        "features.char_filters ({}) must be a multiple of features.char_heads ({}) for char_encoder = \"transformer\"",
+                        f.char_filters, f.char_heads
+                    ));
+                }
+            }
         }
         probability("features.dropout", f.dropout)?;
         match self.encoder.kind {

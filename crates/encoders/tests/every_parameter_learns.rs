@@ -79,6 +79,7 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, QuestionMode::None),
         (EncoderKind::Attention, Position::Learned, DecoderKind::Softmax, QuestionMode::None),
+        // With the character Transformer (below: the Learned-positions softmax tagger).
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, Concat),
         (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::Softmax, Concat),
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
@@ -94,6 +95,10 @@ fn every_parameter_of_every_tagger_gets_a_gradient() {
         cfg.encoder.bilstm.layers = 2;
         cfg.encoder.attention.position = position;
         cfg.decoder = decoder;
+        if position == Position::Learned {
+            cfg.features.char_encoder = encoders::features::CharEncoder::Transformer;
+            cfg.features.char_heads = 2;
+        }
         if question != QuestionMode::None {
             // The reading cues and the aligned question embedding too.
             cfg.features.cue_dim = 2;

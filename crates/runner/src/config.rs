@@ -456,6 +456,8 @@ mod tests {
             ("model.features", "question_match_dim", &["0", "2"]),
             ("model.features", "dropout", &["0.0", "0.5", "1.0", "-0.1", "nan"]),
             ("model.features", "bigram_dim", &["0", "3"]),
+            ("model.features", "char_encoder", &["\"cnn\"", "\"transformer\"", "\"lstm\""]),
+            ("model.features", "char_heads", &["0", "1", "2", "3"]),
             ("data", "bigrams", &["\"auto\"", "\"on\"", "\"off\"", "\"yes\""]),
             ("data", "min_bigram_freq", &["0", "1", "2"]),
             ("model.encoder", "kind", &["\"bilstm\"", "\"attention\"", "\"rnn\""]),
