@@ -1,4 +1,4 @@
-//! `seqlab bench train|predict` through the real binary: the JSON line, the
+//! `seqlab bench train|predict|memory` through the real binary: the JSON line, the
 //! batches written for the PyTorch reference, a dataset folder as input.
 
 mod common;
@@ -94,4 +94,19 @@ fn bench_reads_a_dataset_folder_and_a_qa_config_needs_one() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("needs --data"), "{err}");
+}
+
+/// `bench memory` on a shipped config whose character bigrams would switch
+/// on for character-level data: its synthetic word-level batches leave
+/// them off (as `data.bigrams = "auto"` does), and the step runs.
+#[test]
+fn bench_memory_runs_a_shipped_config_with_bigrams() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/configs/bilstm-crf.toml");
+    let mut args = vec!["--threads", "1", "bench", "memory", "--config", config, "--batch", "2", "--seq-len", "8"];
+    args.extend(["--json"]);
+    args.extend(SMALL);
+    let out = ok(seqlab(&args));
+    let line: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("not one JSON line ({e}): {out}"));
+    assert!(line.get("error").is_none(), "{line}");
+    assert!(line["peak_bytes"].as_f64().unwrap() > 0.0, "{line}");
 }

@@ -207,6 +207,11 @@ pub fn training_step<B: AutodiffBackend + SeqBackend>(
     if cfg.model.question != encoders::QuestionMode::None {
         bail!("bench memory measures plain tagging (its synthetic batches have no questions): set model.question = \"none\"");
     }
+    // Synthetic words are word-level data: character bigrams stay off, as
+    // `data.bigrams = "auto"` leaves them for such data.
+    let mut cfg = cfg.clone();
+    cfg.model.features.bigram_dim = 0;
+    let cfg = &cfg;
     B::seed(device, cfg.seed);
     let tags = synthetic_tags();
     let o = tags.iter().position(|t| t.to_string() == "O").context("no O tag")?;
