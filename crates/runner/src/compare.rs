@@ -246,6 +246,26 @@ pub fn mean_std(xs: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
+/// `mean ± std` of `xs` at `decimals` places; one value alone, with no
+/// spread to show.
+pub fn mean_pm_std(xs: &[f64], decimals: usize) -> String {
+    let (m, sd) = mean_std(xs);
+    if xs.len() > 1 {
+        format!("{m:.decimals$} ± {sd:.decimals$}")
+    } else {
+        format!("{m:.decimals$}")
+    }
+}
+
+/// A bootstrap p-value: `p < 1/samples` where no resample went the other way.
+pub fn p_value(p: f64, samples: usize) -> String {
+    if p == 0.0 {
+        format!("p < {}", 1.0 / samples.max(1) as f64)
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
 /// Runs grouped by (config name, dataset): the seeds of one setting.
 fn groups(runs: &[Run]) -> BTreeMap<(String, String), Vec<&Run>> {
     let mut g: BTreeMap<(String, String), Vec<&Run>> = BTreeMap::new();
@@ -366,22 +386,21 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
     }
     let _ = writeln!(s, "\n## Settings (seeds grouped: mean ± std)\n\n| dataset | setting | seeds | dev F1 | test F1 | best epoch | tokens/s |\n|---|---|---:|---:|---:|---:|---:|");
     for ((ds, name), rs) in groups(runs) {
-        let ms = |f: &dyn Fn(&Run) -> f64| {
+        let ms = |f: &dyn Fn(&Run) -> f64, decimals: usize| {
             let v: Vec<f64> = rs.iter().map(|r| f(r)).filter(|x| !x.is_nan()).collect();
             if v.is_empty() {
                 return "-".to_string();
             }
-            let (m, sd) = mean_std(&v);
-            format!("{m:.4} ± {sd:.4}")
+            mean_pm_std(&v, decimals)
         };
         let _ = writeln!(
             s,
             "| {ds} | {name} | {} | {} | {} | {} | {} |",
             rs.len(),
-            ms(&|r| r.dev_f1()),
-            ms(&|r| r.test_f1()),
-            ms(&|r| r.summary.best_epoch as f64).replace(".0000", ""),
-            ms(&|r| r.summary.tokens_per_second)
+            ms(&|r| r.dev_f1(), 4),
+            ms(&|r| r.test_f1(), 4),
+            ms(&|r| r.summary.best_epoch as f64, 1),
+            ms(&|r| r.summary.tokens_per_second, 0)
         );
     }
     s.push_str(&qa_table(runs));
@@ -395,8 +414,13 @@ fn markdown(runs: &[Run], types: &BTreeSet<String>, boot: &Result<Bootstrap, Str
 fn significance(boot: &Result<Bootstrap, String>) -> String {
     match boot {
         Ok(b) => format!(
-            "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, p = {:.4} (share of resamples where {} is not better).",
-            b.samples, b.a, b.b, b.delta, b.p, b.a
+            "Paired bootstrap on test sentences ({} resamples): {} − {} = {:+.4} F1, {} (share of resamples where {} is not better).",
+            b.samples,
+            b.a,
+            b.b,
+            b.delta,
+            p_value(b.p, b.samples),
+            b.a
         ),
         Err(why) => format!("No paired test: {why}."),
     }
@@ -419,8 +443,7 @@ fn qa_table(runs: &[Run]) -> String {
                 if xs.is_empty() {
                     return "-".to_string();
                 }
-                let (m, sd) = mean_std(&xs);
-                format!("{m:.4} ± {sd:.4}")
+                mean_pm_std(&xs, 4)
             };
             let (dev, test): (Pick, Pick) = (|q| q.dev.as_ref(), |q| q.test.as_ref());
             let _ = writeln!(
@@ -483,4 +506,23 @@ fn qa_differences(runs: &[Run]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_seed_shows_no_spread_and_several_show_the_sample_std() {
+        assert_eq!(mean_pm_std(&[0.8404], 4), "0.8404");
+        // Sample standard deviation (n − 1): of 1, 2, 3 it is 1.
+        assert_eq!(mean_pm_std(&[1.0, 2.0, 3.0], 1), "2.0 ± 1.0");
+        assert_eq!(mean_pm_std(&[1952.9, 3000.2], 0), "2477 ± 741");
+    }
+
+    #[test]
+    fn a_p_value_of_zero_reads_as_below_one_resample() {
+        assert_eq!(p_value(0.0, 1000), "p < 0.001");
+        assert_eq!(p_value(0.002, 1000), "p = 0.0020");
+    }
 }

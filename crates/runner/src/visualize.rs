@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// on Linux (Noto/Source Han/WenQuanYi), macOS (PingFang, Hiragino) and
 /// Windows (Microsoft YaHei); the generic family comes last.
 pub const FONT_FAMILY: &str = "'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', 'Hiragino Sans GB', \
-'Microsoft YaHei', 'WenQuanYi Micro Hei', 'Noto Sans', 'DejaVu Sans', Arial, sans-serif";
+'Microsoft YaHei', 'WenQuanYi Micro Hei', 'WenQuanYi Zen Hei', 'Noto Sans', 'DejaVu Sans', Arial, sans-serif";
 
 /// Escapes text for SVG/HTML.
 pub fn escape(s: &str) -> String {
