@@ -116,8 +116,10 @@ bench-throughput DATA="" *ARGS:
     for c in ref-bilstm-crf ref-attention-crf; do for w in train predict; do {{seqlab}} bench $w --config benchmarks/configs/$c.toml {{ if DATA == "" { "" } else { "--data " + DATA } }} {{ARGS}}; done; done
 
 # The PyTorch reference lives in benchmarks/pytorch (its own venv, made on
-# first use); both run the same batches at the same threads, ROUNDS
-# alternating rounds. DATA: a dataset folder (default: generated sentences).
+# first use); both run the same batches at the same threads, ROUNDS rounds
+# in rotating order, PyTorch with OpenMP's default wait policy and with
+# PASSIVE (the ratio is against the faster), and for predict also as
+# single-threaded workers. DATA: a dataset folder (default: generated sentences).
 # seqlab against PyTorch, side by side: writes benchmarks/results.md.
 bench-vs-pytorch DATA="" ROUNDS="5" THREADS="2":
     cargo build --release --locked -p runner

@@ -1,24 +1,36 @@
-"""PyTorch reference for `seqlab bench train|predict`.
+"""PyTorch reference for `seqlab bench train|predict`, written the way a
+competent PyTorch user writes it.
 
 Builds the tagger of a seqlab reference config (benchmarks/configs/*.toml,
-read here with tomllib so both sides use the same sizes) as a PyTorch user
-would write it: nn.Embedding + a character CNN, then nn.LSTM over packed
-sequences (bilstm) or pre-norm Transformer blocks with nn.MultiheadAttention
-(attention), a linear layer and a linear-chain CRF written like pytorch-crf
-(forward algorithm for the NLL, Viterbi with a Python backtrace).
+read here with tomllib so both sides use the same sizes): nn.Embedding + a
+character CNN, then nn.LSTM over packed sequences (bilstm) or pre-norm
+nn.TransformerEncoderLayer(norm_first=True) blocks, whose fused fast path runs
+at inference (attention; `--layer blocks` builds them from
+nn.MultiheadAttention instead), a linear layer and a linear-chain CRF whose
+gold-path score and Viterbi backtrace are vectorised over the batch (only the
+forward recursions loop over time, as in pytorch-crf). The position table is
+computed once.
 
 It runs the exact batches seqlab wrote with `seqlab bench train --dump`, the
-same warm-up and timed batches, and prints one JSON line in seqlab's format:
+same warm-up and timed batches, and prints one JSON line in seqlab's format.
+The timer covers what seqlab's does, less the building of the batch tensors
+(done before it starts here):
 
     python bench.py train   --config ref-bilstm-crf.toml --batches batches.json --threads 2
     python bench.py predict --config ref-bilstm-crf.toml --batches batches.json --threads 2
+    python bench.py predict --config ref-bilstm-crf.toml --batches batches.json --workers 2
 
-Set OMP_WAIT_POLICY=PASSIVE on a shared machine (see benchmarks/README.md).
+`--workers N` tags in N single-threaded processes, one batch each at a time,
+as seqlab's inference runs batches concurrently. benchmarks/vs-pytorch.sh runs
+every workload with OpenMP's default wait policy and with
+OMP_WAIT_POLICY=PASSIVE and compares seqlab with the faster.
+`python bench.py selftest` checks the CRF against brute-force enumeration.
 """
 
 import argparse
 import json
 import math
+import multiprocessing as mp
 import os
 import time
 import tomllib
@@ -29,7 +41,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 class CRF(nn.Module):
-    """Linear-chain CRF as in pytorch-crf (batch_first, masked)."""
+    """Linear-chain CRF (batch_first, masked), written as a PyTorch user would:
+    the gold-path score and the Viterbi backtrace vectorised over the batch,
+    only the forward recursions looping over time."""
 
     def __init__(self, num_tags):
         super().__init__()
@@ -37,50 +51,46 @@ class CRF(nn.Module):
         self.end = nn.Parameter(torch.empty(num_tags).uniform_(-0.1, 0.1))
         self.trans = nn.Parameter(torch.empty(num_tags, num_tags).uniform_(-0.1, 0.1))
 
-    def nll(self, em, tags, mask):
-        # em [B, L, T], tags [B, L], mask [B, L] (bool, prefix of each row)
-        em, tags, mask = em.transpose(0, 1), tags.transpose(0, 1), mask.transpose(0, 1)
-        L, B = tags.shape
-        maskf = mask.float()
-        ar = torch.arange(B, device=em.device)
-        # gold path score
-        score = self.start[tags[0]] + em[0, ar, tags[0]]
-        for i in range(1, L):
-            score = score + (self.trans[tags[i - 1], tags[i]] + em[i, ar, tags[i]]) * maskf[i]
-        last = tags[mask.long().sum(0) - 1, ar]
-        score = score + self.end[last]
-        # partition function
-        alpha = self.start + em[0]  # [B, T]
-        for i in range(1, L):
-            nxt = torch.logsumexp(alpha.unsqueeze(2) + self.trans + em[i].unsqueeze(1), dim=1)
-            alpha = torch.where(mask[i].unsqueeze(1), nxt, alpha)
-        log_z = torch.logsumexp(alpha + self.end, dim=1)
-        return (log_z - score).mean()
+    def gold_score(self, em, tags, mask, lengths):
+        # em [B, L, T], tags [B, L], mask [B, L] (bool, a prefix of each row)
+        maskf = mask.to(em.dtype)
+        emit = em.gather(2, tags.unsqueeze(2)).squeeze(2)  # [B, L]
+        trans = self.trans[tags[:, :-1], tags[:, 1:]]  # [B, L-1]
+        last = tags.gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)  # [B]
+        return (
+            self.start[tags[:, 0]]
+            + (emit * maskf).sum(1)
+            + (trans * maskf[:, 1:]).sum(1)
+            + self.end[last]
+        )
 
-    def decode(self, em, mask):
-        em, mask = em.transpose(0, 1), mask.transpose(0, 1)
-        L, B = mask.shape
-        score = self.start + em[0]
+    def log_partition(self, em, mask):
+        alpha = self.start + em[:, 0]  # [B, T]
+        for i in range(1, em.shape[1]):
+            nxt = torch.logsumexp(alpha.unsqueeze(2) + self.trans + em[:, i].unsqueeze(1), dim=1)
+            alpha = torch.where(mask[:, i].unsqueeze(1), nxt, alpha)
+        return torch.logsumexp(alpha + self.end, dim=1)  # [B]
+
+    def nll(self, em, tags, mask, lengths):
+        return (self.log_partition(em, mask) - self.gold_score(em, tags, mask, lengths)).mean()
+
+    def decode(self, em, mask, lengths):
+        """Best tag sequence of each sentence, as lists of its length."""
+        B, L, _ = em.shape
+        score = self.start + em[:, 0]  # [B, T]
         history = []
         for i in range(1, L):
-            nxt, idx = (score.unsqueeze(2) + self.trans + em[i].unsqueeze(1)).max(dim=1)
-            score = torch.where(mask[i].unsqueeze(1), nxt, score)
-            history.append(idx)
-        score = score + self.end
-        # Back-pointers to the host once (a no-op on CPU): per-element .item()
-        # on a GPU would time synchronisations, not decoding.
-        score, history = score.cpu(), [h.cpu() for h in history]
-        lengths = (mask.long().sum(0) - 1).cpu()
-        best = []
-        for b in range(B):
-            tag = score[b].argmax().item()
-            path = [tag]
-            for hist in reversed(history[: lengths[b]]):
-                tag = hist[b][path[-1]].item()
-                path.append(tag)
-            path.reverse()
-            best.append(path)
-        return best
+            nxt, idx = (score.unsqueeze(2) + self.trans + em[:, i].unsqueeze(1)).max(dim=1)
+            score = torch.where(mask[:, i].unsqueeze(1), nxt, score)
+            history.append(idx)  # [B, T]: best previous tag for each tag at i
+        cur = (score + self.end).argmax(dim=1)  # [B]: the last real token's tag
+        path = torch.empty(B, L, dtype=torch.long, device=em.device)
+        for i in range(L - 1, 0, -1):
+            path[:, i] = cur
+            prev = history[i - 1].gather(1, cur.unsqueeze(1)).squeeze(1)
+            cur = torch.where(lengths > i, prev, cur)  # past a sentence's end its tag stays put
+        path[:, 0] = cur
+        return [row[:n] for row, n in zip(path.tolist(), lengths.tolist())]
 
 
 class Features(nn.Module):
@@ -128,6 +138,8 @@ class BiLstmTagger(nn.Module):
 
 
 class Block(nn.Module):
+    """A pre-norm Transformer block from parts (`--layer blocks`)."""
+
     def __init__(self, d, heads, ffn, dropout, attention_dropout):
         super().__init__()
         self.norm1 = nn.LayerNorm(d)
@@ -143,33 +155,56 @@ class Block(nn.Module):
         return x + self.dropout(self.ff(self.norm2(x)))
 
 
+class EncoderLayer(nn.TransformerEncoderLayer):
+    """PyTorch's own pre-norm layer (`--layer encoder-layer`, the default): in
+    eval mode without autograd it runs the fused fast path
+    (torch._transformer_encoder_layer_fwd)."""
+
+    def __init__(self, d, heads, ffn, dropout, attention_dropout):
+        super().__init__(d, heads, ffn, dropout, activation="relu", batch_first=True, norm_first=True)
+        # The attention weights' dropout, as seqlab's config has it apart.
+        self.self_attn.dropout = attention_dropout
+
+    def forward(self, x, pad):
+        return super().forward(x, src_key_padding_mask=pad)
+
+
+def sinusoids(length, d):
+    pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+    div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+    pe = torch.zeros(length, d)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe
+
+
 class AttentionTagger(nn.Module):
-    def __init__(self, words, chars, tags, cfg):
+    def __init__(self, words, chars, tags, cfg, layer="encoder-layer"):
         super().__init__()
         m = cfg["model"]
         a = m["encoder"]["attention"]
         d = a["d_model"]
+        Layer = {"encoder-layer": EncoderLayer, "blocks": Block}[layer]
         self.features = Features(words, chars, m["features"])
         self.input = nn.Linear(self.features.dim, d)
         self.blocks = nn.ModuleList(
-            [Block(d, a["heads"], a["ffn"], a["dropout"], a["attention_dropout"]) for _ in range(a["layers"])]
+            [Layer(d, a["heads"], a["ffn"], a["dropout"], a["attention_dropout"]) for _ in range(a["layers"])]
         )
         self.norm = nn.LayerNorm(d)
         self.dropout = nn.Dropout(a["dropout"])
         self.emit = nn.Linear(d, tags)
         self.crf = CRF(tags)
         self.d = d
+        # The position table, computed once (grown if a batch is longer).
+        self.register_buffer("pe", sinusoids(512, d), persistent=False)
 
-    def sinusoids(self, L):
-        pos = torch.arange(L, dtype=torch.float32).unsqueeze(1)
-        div = torch.exp(torch.arange(0, self.d, 2, dtype=torch.float32) * (-math.log(10000.0) / self.d))
-        pe = torch.zeros(L, self.d)
-        pe[:, 0::2] = torch.sin(pos * div)
-        pe[:, 1::2] = torch.cos(pos * div)
-        return pe
+    def positions(self, L):
+        if L > self.pe.shape[0]:
+            self.pe = sinusoids(2 * L, self.d).to(self.pe.device)
+        return self.pe[:L]
 
     def emissions(self, words, chars, lengths, mask):
-        h = self.input(self.features(words, chars)) + self.sinusoids(words.shape[1]).to(words.device)
+        h = self.input(self.features(words, chars)) + self.positions(words.shape[1])
         h = self.dropout(h)
         pad = ~mask
         for block in self.blocks:
@@ -193,79 +228,196 @@ def load_batches(path, device):
     return d, out
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("workload", choices=["train", "predict"])
-    p.add_argument("--config", required=True)
-    p.add_argument("--batches", required=True, help="written by `seqlab bench train --dump`")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    args = p.parse_args()
+def selftest():
+    """The CRF's gold score, partition function and Viterbi path against
+    brute-force enumeration of every tag sequence, on ragged batches."""
+    import itertools
+
+    torch.manual_seed(0)
+    T, B, L = 4, 10, 5
+    crf = CRF(T)
+    with torch.no_grad():  # transitions as strong as the emissions
+        for p in crf.parameters():
+            p.normal_()
+    em = torch.randn(B, L, T)
+    lengths = torch.tensor([5, 1, 3, 2, 4, 1, 2, 3, 4, 5])
+    mask = torch.arange(L).unsqueeze(0) < lengths.unsqueeze(1)
+    tags = torch.randint(0, T, (B, L))
+
+    def path_score(b, path):
+        s = crf.start[path[0]] + crf.end[path[-1]] + sum(em[b, i, t] for i, t in enumerate(path))
+        return s + sum(crf.trans[path[i - 1], path[i]] for i in range(1, len(path)))
+
+    with torch.no_grad():
+        gold, log_z, best = crf.gold_score(em, tags, mask, lengths), crf.log_partition(em, mask), crf.decode(em, mask, lengths)
+        for b in range(B):
+            n = int(lengths[b])
+            paths = list(itertools.product(range(T), repeat=n))
+            scores = torch.stack([path_score(b, p) for p in paths])
+            assert torch.allclose(gold[b], path_score(b, tags[b, :n].tolist()), atol=1e-5), b
+            assert torch.allclose(log_z[b], torch.logsumexp(scores, 0), atol=1e-5), b
+            assert best[b] == list(paths[int(scores.argmax())]), (b, best[b])
+    print("CRF gold score, partition function and Viterbi match brute force")
+
+
+def build(args, device):
+    """The reference config's tagger, and its batches."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with open(args.config, "rb") as f:
         cfg = tomllib.load(f)
-    device = torch.device(args.device)
     meta, batches = load_batches(args.batches, device)
     kind = cfg["model"]["encoder"]["kind"]
-    Model = {"bilstm": BiLstmTagger, "attention": AttentionTagger}[kind]
-    model = Model(meta["words"], meta["chars"], meta["tags"], cfg).to(device)
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    warmup = meta["warmup"]
-    timed = batches[warmup:]
-    tokens = int(sum(b[3].sum().item() for b in timed))
-    if args.workload == "train":
-        t = cfg["train"]
-        opt = torch.optim.Adam(model.parameters(), lr=t["lr"])
-        model.train()
-
-        def step(b):
-            words, chars, tags, lengths, mask = b
-            opt.zero_grad()
-            loss = model.crf.nll(model.emissions(words, chars, lengths, mask), tags, mask)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), t.get("grad_clip", 5.0))
-            opt.step()
-
-        for b in batches[:warmup]:
-            step(b)
-        sync()
-        started = time.perf_counter()
-        for b in timed:
-            step(b)
-        sync()
-        seconds = time.perf_counter() - started
+    if kind == "bilstm":
+        model = BiLstmTagger(meta["words"], meta["chars"], meta["tags"], cfg)
     else:
-        model.eval()
+        model = AttentionTagger(meta["words"], meta["chars"], meta["tags"], cfg, layer=args.layer)
+    return cfg, meta, batches, model.to(device)
 
-        def step(b):
-            words, chars, tags, lengths, mask = b
-            with torch.inference_mode():
-                return sum(map(len, model.crf.decode(model.emissions(words, chars, lengths, mask), mask)))
 
-        for b in batches[:warmup]:
-            step(b)
-        sync()
-        started = time.perf_counter()
-        decoded = sum(step(b) for b in timed)
-        seconds = time.perf_counter() - started
-        assert decoded == tokens, (decoded, tokens)
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_train(cfg, model, batches, warmup, device):
+    t = cfg["train"]
+    opt = torch.optim.Adam(model.parameters(), lr=t["lr"])
+    model.train()
+
+    def step(b):
+        words, chars, tags, lengths, mask = b
+        opt.zero_grad(set_to_none=True)
+        loss = model.crf.nll(model.emissions(words, chars, lengths, mask), tags, mask, lengths)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), t.get("grad_clip", 5.0))
+        opt.step()
+
+    for b in batches[:warmup]:
+        step(b)
+    sync(device)
+    started = time.perf_counter()
+    for b in batches[warmup:]:
+        step(b)
+    sync(device)
+    return time.perf_counter() - started
+
+
+def tag(model, b):
+    """Tags of one batch: the number of tags decoded."""
+    words, chars, _, lengths, mask = b
+    with torch.inference_mode():
+        return sum(map(len, model.crf.decode(model.emissions(words, chars, lengths, mask), mask, lengths)))
+
+
+def time_predict(model, batches, warmup, device):
+    model.eval()
+    for b in batches[:warmup]:
+        tag(model, b)
+    sync(device)
+    started = time.perf_counter()
+    decoded = sum(tag(model, b) for b in batches[warmup:])
+    sync(device)
+    return time.perf_counter() - started, decoded
+
+
+def worker(args, rank, barrier, results):
+    """One single-threaded inference process: warms up on every worker's
+    share of the warm-up batches, waits for the others, then tags batches
+    rank, rank + workers, ... of the timed ones."""
+    args.threads = 1
+    device = torch.device(args.device)
+    _, meta, batches, model = build(args, device)
+    warmup = meta["warmup"]
+    model.eval()
+    for b in batches[:warmup]:
+        tag(model, b)
+    barrier.wait()
+    decoded = sum(tag(model, b) for b in batches[warmup:][rank :: args.workers])
+    results.put((decoded, time.perf_counter()))
+
+
+def time_workers(args):
+    """Wall time of `args.workers` single-threaded processes sharing the timed
+    batches, from the moment all of them are warm to the last one's end."""
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(args.workers + 1), ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(args, r, barrier, results)) for r in range(args.workers)]
+    for p in procs:
+        p.start()
+    barrier.wait()
+    started = time.perf_counter()
+    done = [results.get() for _ in procs]
+    for p in procs:
+        p.join()
+    return max(end for _, end in done) - started, sum(n for n, _ in done)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("workload", choices=["train", "predict", "selftest"])
+    p.add_argument("--config")
+    p.add_argument("--batches", help="written by `seqlab bench train --dump`")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument(
+        "--layer",
+        choices=["encoder-layer", "blocks"],
+        default="encoder-layer",
+        help="attention blocks: nn.TransformerEncoderLayer(norm_first=True) or LayerNorm + MultiheadAttention + FFN",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="predict in this many single-threaded processes, one batch each at a time (0: one process, --threads)",
+    )
+    args = p.parse_args()
+    if args.workload == "selftest":
+        return selftest()
+    if not args.config or not args.batches:
+        p.error("train and predict need --config and --batches")
+    device = torch.device(args.device)
+    if args.workers and args.workload != "predict":
+        p.error("--workers is for predict")
+    if args.workers:
+        with open(args.batches) as f:
+            meta = json.load(f)
+        timed = meta["batches"][meta["warmup"] :]
+        tokens = sum(sum(b["lengths"]) for b in timed)
+        batch = timed[0]["batch"] if timed else 0
+        with open(args.config, "rb") as f:
+            cfg = tomllib.load(f)
+        seconds, decoded = time_workers(args)
+        threads = args.workers
+    else:
+        cfg, meta, batches, model = build(args, device)
+        warmup = meta["warmup"]
+        timed = batches[warmup:]
+        tokens = int(sum(b[3].sum().item() for b in timed))
+        batch = timed[0][0].shape[0] if timed else 0
+        if args.workload == "train":
+            seconds, decoded = time_train(cfg, model, batches, warmup, device), tokens
+        else:
+            seconds, decoded = time_predict(model, batches, warmup, device)
+        threads = torch.get_num_threads()
+    assert decoded == tokens, (decoded, tokens)
+    kind = cfg["model"]["encoder"]["kind"]
     print(
         json.dumps(
             {
                 "workload": args.workload,
                 "encoder": kind,
                 "decoder": cfg["model"].get("decoder", "crf"),
-                "batch": timed[0][0].shape[0] if timed else 0,
+                "batch": batch,
                 "steps": len(timed),
                 "tokens": tokens,
                 "seconds": seconds,
                 "tokens_per_second": tokens / max(seconds, 1e-12),
-                "threads": torch.get_num_threads(),
+                "threads": threads,
+                "workers": args.workers,
+                "layer": args.layer if kind == "attention" else None,
                 "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
                 "impl": f"pytorch {torch.__version__}",
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
