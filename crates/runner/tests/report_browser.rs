@@ -11,7 +11,8 @@
 use runner::html_report::{html, Bars, Curve, Report, RunFiles, Table};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 1800;
@@ -80,7 +81,7 @@ fn screenshot(browser: &Path, dir: &Path, name: &str, page: &str) -> Vec<[u8; 3]
     let html_path = dir.join(format!("{name}.html"));
     let png_path = dir.join(format!("{name}.png"));
     std::fs::write(&html_path, page).unwrap();
-    let status = Command::new(browser)
+    let mut child = Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -96,9 +97,21 @@ fn screenshot(browser: &Path, dir: &Path, name: &str, page: &str) -> Vec<[u8; 3]
         .arg(format!("--window-size={WIDTH},{HEIGHT}"))
         .arg(format!("--screenshot={}", png_path.display()))
         .arg(format!("file://{}", html_path.display()))
-        .output()
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap())
+        .spawn()
         .unwrap_or_else(|e| panic!("running {}: {e}", browser.display()));
-    assert!(png_path.is_file(), "{} wrote no screenshot: {:?}", browser.display(), status);
+    // A browser that hangs fails the test instead of the whole CI run.
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{} took over 2 minutes to screenshot {}", browser.display(), html_path.display());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stderr = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+    assert!(png_path.is_file(), "{} wrote no screenshot; it said:\n{stderr}", browser.display());
     let mut decoder = png::Decoder::new(BufReader::new(std::fs::File::open(&png_path).unwrap()));
     decoder.set_transformations(png::Transformations::normalize_to_color8());
     let mut reader = decoder.read_info().unwrap();
