@@ -332,7 +332,7 @@ def worker(args, rank, barrier, results):
     model.eval()
     for b in batches[:warmup]:
         tag(model, b)
-    barrier.wait()
+    barrier.wait(timeout=600)
     decoded = sum(tag(model, b) for b in batches[warmup:][rank :: args.workers])
     results.put((decoded, time.perf_counter()))
 
@@ -345,9 +345,9 @@ def time_workers(args):
     procs = [ctx.Process(target=worker, args=(args, r, barrier, results)) for r in range(args.workers)]
     for p in procs:
         p.start()
-    barrier.wait()
+    barrier.wait(timeout=600)  # a worker that died breaks the barrier instead of hanging here
     started = time.perf_counter()
-    done = [results.get() for _ in procs]
+    done = [results.get(timeout=3600) for _ in procs]
     for p in procs:
         p.join()
     return max(end for _, end in done) - started, sum(n for n, _ in done)
