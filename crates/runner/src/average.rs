@@ -132,6 +132,7 @@ mod tests {
     /// then blends whose kept share warms up to `decay`.
     #[test]
     fn average_follows_the_recurrence_with_its_warm_up() {
+        let _rng = crate::testing::backend_rng();
         let steps: Vec<Tagger<B>> = (1..=5).map(tagger).collect();
         let step_weights: Vec<Vec<f32>> = steps.iter().map(weights).collect();
         for decay in [0.2, 0.999] {

@@ -321,6 +321,7 @@ mod tests {
 
     #[test]
     fn given_batches_tag_as_planned_ones_and_attention_comes_with_whole_sentences() {
+        let _rng = crate::testing::backend_rng();
         let (model, vocabs, data) = setup();
         let device = Default::default();
         let planned = Request::tagging(Windows::NONE).with_confidence(true).with_attention();
@@ -360,6 +361,7 @@ mod tests {
     /// path (the pointer's 2 scores per token are not tags).
     #[test]
     fn span_decoders_answer_every_question_through_windows() {
+        let _rng = crate::testing::backend_rng();
         let (vocabs, data) = crate::testing::toy_qa_examples(12);
         let device = Default::default();
         for decoder in [encoders::DecoderKind::Pointer, encoders::DecoderKind::SpanCrf, encoders::DecoderKind::Crf] {

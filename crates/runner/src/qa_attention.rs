@@ -105,6 +105,7 @@ mod tests {
 
     #[test]
     fn shares_are_probabilities_and_cross_readers_are_refused() {
+        let _rng = crate::testing::backend_rng();
         let (vocabs, data) = crate::testing::toy_qa_examples(20);
         let device = Default::default();
         let mut cfg = crate::testing::small_config(EncoderKind::Attention, 0.0);

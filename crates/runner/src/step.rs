@@ -360,6 +360,7 @@ mod tests {
     /// however the parts were scheduled.
     #[test]
     fn parts_of_a_batch_give_the_whole_batchs_loss_and_gradients() {
+        let _rng = crate::testing::backend_rng();
         let device = Default::default();
         for kind in [EncoderKind::Attention, EncoderKind::Bilstm] {
             // Parts first, on a fresh model (Burn initialises parameters

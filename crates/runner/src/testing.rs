@@ -7,6 +7,15 @@ use corpus::vocab::Normalize;
 use corpus::{Example, Scheme, Vocabs};
 use encoders::EncoderKind;
 
+/// The lock every unit test holds that seeds the backend's global random
+/// generator or initialises a model from it: the test harness runs tests
+/// in parallel threads, and without it one test's draws interleave with
+/// another's, so "the same seed gives the same model" would fail at random.
+pub fn backend_rng() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// `n` generated English sentences (toy data, `seed`) with vocabularies
 /// built from them, encoded for a BIOES tagger (tagged when `tagged`).
 pub fn toy_examples(n: usize, seed: u64, tagged: bool) -> (Vocabs, Vec<Example>) {
