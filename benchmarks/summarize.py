@@ -133,7 +133,11 @@ def main():
     out.append(f"- seqlab: {meta['seqlab'].get('device', '?')}, release build, {run(['rustc', '-V'])}, commit {run(['git', 'rev-parse', '--short', 'HEAD'])}"
         + (" with uncommitted changes" if run(["git", "status", "--porcelain", "--untracked-files=no"]) else ""))
     py = meta.get("pytorch") or meta.get("pytorch-passive") or {}
-    out.append(f"- PyTorch: {py.get('impl', '?')}, Python {platform.python_version()}, attention as {py.get('layer') or meta.get('pytorch-passive', {}).get('layer') or 'nn.TransformerEncoderLayer'}")
+    layers = sorted({r["result"]["layer"] for r in rows if r["result"].get("layer")})
+    out.append(
+        f"- PyTorch: {py.get('impl', '?')}, Python {platform.python_version()}, "
+        f"attention blocks: {', '.join(layers) or '–'} (`bench.py --layer`)"
+    )
     out.append(f"- load average when written: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\n".join(out))
 
