@@ -7,8 +7,7 @@ use crate::rundir;
 use crate::step::{Learner, Opt};
 use anyhow::{bail, Result};
 use burn::optim::Optimizer;
-use burn::tensor::backend::AutodiffBackend;
-use encoders::ops::SeqBackend;
+use encoders::ops::TrainBackend;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,11 +15,7 @@ use std::sync::Arc;
 /// Writes the checkpoint at `state`'s position (model, optimizer, the
 /// weight average when the run keeps one, then the state file, each
 /// atomically) and removes all but the two newest.
-pub fn save<B: AutodiffBackend + SeqBackend>(
-    learner: &Learner<B>,
-    state: &rundir::TrainState,
-    out: &Path,
-) -> Result<()> {
+pub fn save<B: TrainBackend>(learner: &Learner<B>, state: &rundir::TrainState, out: &Path) -> Result<()> {
     let [m, o, j, a] = rundir::checkpoint_files(out, state.position());
     rundir::save_module::<B, _>(learner.model(), &m)?;
     match &learner.opt {
@@ -55,7 +50,7 @@ pub fn remove_all(out: &Path) {
 /// without one, from a run that did not average, the average starts with
 /// the next step); a damaged or missing file makes it fall back to the one
 /// before, with a note.
-pub fn load<B: AutodiffBackend + SeqBackend>(
+pub fn load<B: TrainBackend>(
     learner: Learner<B>,
     out: &Path,
     device: &B::Device,

@@ -20,6 +20,7 @@
 //! - [`infer`]: the one inference path (dev/test passes, eval, predict,
 //!   `bench predict`, heads, visualize).
 
+pub mod adam;
 pub mod analysis;
 pub mod attention_map;
 pub mod average;

@@ -2,6 +2,7 @@
 //! memory`: word dropout, forward and backward (cut into concurrent parts
 //! on the CPU), the finiteness check, the optimizer update.
 
+use crate::adam::FusedAdam;
 use crate::average::Average;
 use crate::config::{OptimizerKind, RunConfig};
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
@@ -9,15 +10,13 @@ use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{
-    Adam, AdamConfig, AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer, Sgd, SgdConfig,
-};
+use burn::optim::{AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer, Sgd, SgdConfig};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::Batch;
 use corpus::vocab::UNK_ID;
 use encoders::input::tags_tensor;
-use encoders::ops::SeqBackend;
+use encoders::ops::TrainBackend;
 use encoders::tagger::TaggerError;
 use encoders::{Tagger, TaggerInput};
 use rand::{Rng, SeedableRng};
@@ -25,21 +24,20 @@ use rand_chacha::ChaCha8Rng;
 
 /// The optimizers a config can name.
 #[derive(Clone)]
-pub enum Opt<B: AutodiffBackend> {
-    Adam(OptimizerAdaptor<Adam, Tagger<B>, B>),
+pub enum Opt<B: TrainBackend> {
+    /// Burn's Adam, each parameter's update fused on the CPU ([`FusedAdam`]).
+    Adam(OptimizerAdaptor<FusedAdam, Tagger<B>, B>),
     AdamW(OptimizerAdaptor<AdamW, Tagger<B>, B>),
     Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, Tagger<B>, B>),
 }
 
-impl<B: AutodiffBackend> Opt<B> {
+impl<B: TrainBackend> Opt<B> {
     pub fn new(cfg: &RunConfig) -> Self {
         let t = &cfg.train;
         let clip = (t.grad_clip > 0.0).then(|| GradientClippingConfig::Norm(t.grad_clip as f32));
         let decay = (t.weight_decay > 0.0).then(|| WeightDecayConfig::new(t.weight_decay as f32));
         match t.optimizer {
-            OptimizerKind::Adam => {
-                Opt::Adam(AdamConfig::new().with_weight_decay(decay).with_grad_clipping(clip).init())
-            }
+            OptimizerKind::Adam => Opt::Adam(FusedAdam::new(t.weight_decay as f32).init(t.grad_clip as f32)),
             OptimizerKind::Adamw => {
                 Opt::AdamW(AdamWConfig::new().with_weight_decay(t.weight_decay as f32).with_grad_clipping(clip).init())
             }
@@ -72,7 +70,7 @@ pub enum Outcome {
 }
 
 /// A model and its optimizer: what a training step updates.
-pub struct Learner<B: AutodiffBackend> {
+pub struct Learner<B: TrainBackend> {
     /// Always `Some` between steps (taken while the optimizer updates it).
     model: Option<Tagger<B>>,
     pub opt: Opt<B>,
@@ -82,7 +80,7 @@ pub struct Learner<B: AutodiffBackend> {
     average: Option<Average<B::InnerBackend>>,
 }
 
-impl<B: AutodiffBackend + SeqBackend> Learner<B> {
+impl<B: TrainBackend> Learner<B> {
     pub fn new(model: Tagger<B>, opt: Opt<B>, word_dropout: f64) -> Self {
         Learner { model: Some(model), opt, word_dropout, average: None }
     }
@@ -194,7 +192,7 @@ fn word_dropout(batch: &Batch, p: f64, seed: u64) -> Batch {
 /// dropout masks from `seed + k`.
 /// Each part's mean loss is weighted by its share of the sentences, so the
 /// loss and the summed gradients are those of the whole batch.
-pub fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
+pub fn loss_and_grads<B: TrainBackend>(
     model: &Tagger<B>,
     batch: &Batch,
     seed: u64,
@@ -204,7 +202,7 @@ pub fn loss_and_grads<B: AutodiffBackend + SeqBackend>(
 }
 
 /// [`loss_and_grads`] with `shards` parts.
-pub(crate) fn loss_and_grads_in<B: AutodiffBackend + SeqBackend>(
+pub(crate) fn loss_and_grads_in<B: TrainBackend>(
     model: &Tagger<B>,
     batch: &Batch,
     shards: usize,

@@ -14,10 +14,9 @@ use crate::rundir::{self, EpochRow, EpochSoFar, Summary, TrainState};
 use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Result};
 use burn::module::Module;
-use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::{plan_batches, Batch, PaddedBatch};
 use corpus::SplitName;
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 use std::path::Path;
 use std::time::Instant;
 
@@ -32,7 +31,7 @@ pub struct TrainOptions<'a> {
 }
 
 /// Trains, writes the run folder, returns the summary.
-pub fn train<B: AutodiffBackend + SeqBackend>(
+pub fn train<B: TrainBackend>(
     cfg: &RunConfig,
     prep: &Prepared,
     opts: &TrainOptions,
@@ -88,7 +87,7 @@ struct Sums {
 }
 
 /// A training run in progress: what the loop and the checkpoints carry.
-struct Training<'a, B: AutodiffBackend> {
+struct Training<'a, B: TrainBackend> {
     cfg: &'a RunConfig,
     prep: &'a Prepared,
     opts: &'a TrainOptions<'a>,
@@ -109,7 +108,7 @@ enum Stop {
     Break,
 }
 
-impl<'a, B: AutodiffBackend + SeqBackend> Training<'a, B>
+impl<'a, B: TrainBackend> Training<'a, B>
 where
     B::InnerBackend: SeqBackend,
 {

@@ -16,6 +16,8 @@
 //!   CPU backends.
 //! - [`flex_linear`]: burn-flex's linear layer as one GEMM
 //!   ([`SeqBackend::fused_linear`]).
+//! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
+//!   composed by default, one in-place pass on burn-flex.
 //!
 //! This file holds the trait, whose default methods are the composed
 //! passes; its impls for the CPU backends (`host_ops!`: the host loops)
@@ -24,6 +26,7 @@
 //! the inner backend's hand-written one. The operation files import
 //! nothing from this one: the dependencies between files go one way.
 
+pub mod adam;
 pub mod dense_attention;
 pub mod flash_attention;
 pub mod flex_linear;
@@ -36,9 +39,16 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
 use burn::tensor::TensorPrimitive;
 use flash_attention::{flash_backward, flash_forward};
+
+/// A backend that trains sequence encoders: autodiff over a [`SeqBackend`]
+/// (whose [`SeqBackend::adam_step`] the optimizer runs), itself one.
+pub trait TrainBackend: AutodiffBackend<InnerBackend: SeqBackend> + SeqBackend {}
+
+impl<B: AutodiffBackend<InnerBackend: SeqBackend> + SeqBackend> TrainBackend for B {}
 
 /// Backend operations that sequence encoders need beyond Burn's own.
 pub trait SeqBackend: Backend {
@@ -88,6 +98,19 @@ pub trait SeqBackend: Backend {
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::linear(x, weight, bias)
+    }
+
+    /// One Adam update of a parameter (see [`adam`]): `(θ, m, v)` after
+    /// it, from `θ`, its gradient and the moments (`None` before the first
+    /// update). Burn's tensor operations by default; one in-place pass on
+    /// burn-flex.
+    fn adam_step<const D: usize>(
+        param: Tensor<Self, D>,
+        grad: Tensor<Self, D>,
+        moments: Option<(Tensor<Self, D>, Tensor<Self, D>)>,
+        step: &adam::AdamStep,
+    ) -> (Tensor<Self, D>, Tensor<Self, D>, Tensor<Self, D>) {
+        adam::composed(param, grad, moments, step)
     }
 
     /// How many parts a training batch of `sentences` is cut into, their
@@ -157,8 +180,18 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty $(, linear = $linear:path)?) => {
+    ($backend:ty $(, linear = $linear:path, adam = $adam:path)?) => {
         impl SeqBackend for $backend {
+            $(
+                fn adam_step<const D: usize>(
+                    param: Tensor<Self, D>,
+                    grad: Tensor<Self, D>,
+                    moments: Option<(Tensor<Self, D>, Tensor<Self, D>)>,
+                    step: &adam::AdamStep,
+                ) -> (Tensor<Self, D>, Tensor<Self, D>, Tensor<Self, D>) {
+                    $adam(param, grad, moments, step)
+                }
+            )?
             $(
                 fn fused_linear(
                     x: FloatTensor<Self>,
@@ -227,7 +260,7 @@ macro_rules! host_ops {
         }
     };
 }
-host_ops!(burn::backend::Flex, linear = flex_linear::linear);
+host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}

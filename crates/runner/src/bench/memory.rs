@@ -17,12 +17,11 @@ use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
-use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, TensorData};
 use corpus::batch::{Batch, PaddedBatch};
 use corpus::Scheme;
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadConfig};
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 use encoders::TaggerShape;
 use plotters::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -89,11 +88,7 @@ pub struct AttentionStep {
 }
 
 /// Measures one self-attention layer (in this process): time and peak memory.
-pub fn attention<B: AutodiffBackend + SeqBackend>(
-    a: &AttentionStep,
-    device: &B::Device,
-    device_name: &str,
-) -> Result<Value>
+pub fn attention<B: TrainBackend>(a: &AttentionStep, device: &B::Device, device_name: &str) -> Result<Value>
 where
     B::InnerBackend: SeqBackend,
 {
@@ -195,7 +190,7 @@ pub struct MemoryStep {
 /// batch (the optimizer's state is created in the first and updated in
 /// the second; the peak is the larger): the planner's estimate against the
 /// measured peak.
-pub fn training_step<B: AutodiffBackend + SeqBackend>(
+pub fn training_step<B: TrainBackend>(
     cfg: &RunConfig,
     s: MemoryStep,
     device: &B::Device,

@@ -16,10 +16,9 @@ use crate::model::{build_model, decoder_name, encoder_name};
 use crate::prep::{self, Prepared};
 use crate::step::{Learner, Opt, Outcome};
 use anyhow::{bail, Context, Result};
-use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::{plan_batches, Batch, BatchSize, Example};
 use corpus::{Columns, Dataset, Prefix, Scheme, Sentence, Split, SplitName, Tag};
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -184,7 +183,7 @@ pub struct Timing {
 }
 
 /// Training steps over the batches, the first `warmup` untimed.
-pub fn train<B: AutodiffBackend + SeqBackend>(
+pub fn train<B: TrainBackend>(
     cfg: &RunConfig,
     prep: &Prepared,
     opts: &BenchOptions,

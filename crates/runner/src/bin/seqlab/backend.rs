@@ -4,12 +4,11 @@
 use crate::cli::DeviceArg;
 use anyhow::Result;
 use burn::backend::Autodiff;
-use burn::tensor::backend::AutodiffBackend;
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 
 /// Work that runs on whichever backend the user picked.
 pub trait Job {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend;
 }

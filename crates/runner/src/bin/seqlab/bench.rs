@@ -5,8 +5,7 @@
 use crate::backend::{dispatch, Job};
 use crate::cli::{BenchAttentionArgs, BenchCrfArgs, BenchMemoryArgs, BenchRunArgs};
 use anyhow::Result;
-use burn::tensor::backend::AutodiffBackend;
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 use runner::bench::memory::{self as membench, AttentionStep, MemoryStep};
 use runner::bench::throughput::{self, BenchOptions, Workload};
 use runner::bench::CrfOptions;
@@ -23,7 +22,7 @@ pub fn crf(args: BenchCrfArgs) -> Result<()> {
 struct CrfBench(BenchCrfArgs);
 
 impl Job for CrfBench {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -79,7 +78,7 @@ struct Throughput {
 }
 
 impl Job for Throughput {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -254,7 +253,7 @@ fn print_attention_row(args: &BenchAttentionArgs, imp: &str, len: usize, r: &Res
 struct AttentionChild(AttentionStep);
 
 impl Job for AttentionChild {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -326,7 +325,7 @@ struct MemoryChild {
 }
 
 impl Job for MemoryChild {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {

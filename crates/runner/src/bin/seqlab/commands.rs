@@ -8,11 +8,10 @@ use crate::cli::{
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
-use burn::tensor::backend::AutodiffBackend;
 use corpus::score::{Mode, ScoreFile};
 use corpus::squad::QaItem;
 use corpus::Sentence;
-use encoders::ops::SeqBackend;
+use encoders::ops::{SeqBackend, TrainBackend};
 use runner::input::{self, Input};
 use runner::launch::{Launch, TrainRequest};
 use runner::run::LoadedRun;
@@ -43,7 +42,7 @@ struct TrainJob {
 }
 
 impl Job for TrainJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, device_name: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, device_name: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -97,7 +96,7 @@ struct EvalJob {
 }
 
 impl Job for EvalJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -165,7 +164,7 @@ struct AnswerJob {
 }
 
 impl Job for AnswerJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -192,7 +191,7 @@ struct PredictJob {
 }
 
 impl Job for PredictJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -249,7 +248,7 @@ struct HeadsJob {
 }
 
 impl Job for HeadsJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -311,7 +310,7 @@ struct VisualizeJob {
 }
 
 impl Job for VisualizeJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
@@ -497,7 +496,7 @@ struct QaAttentionJob {
 }
 
 impl Job for QaAttentionJob {
-    fn run<B: AutodiffBackend + SeqBackend>(self, device: B::Device, _: &str) -> Result<()>
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
     where
         B::InnerBackend: SeqBackend,
     {
