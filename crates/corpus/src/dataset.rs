@@ -307,6 +307,30 @@ impl Dataset {
             .unwrap_or_default()
     }
 
+    /// The dataset with its training split cut to `n` sentences drawn at
+    /// random, the draw fixed by `seed`, kept in file order (for QA data,
+    /// with their questions); dev and test unchanged. `n` at least the
+    /// split's size keeps it whole. Returns the split's size before the
+    /// cut.
+    pub fn cut_train(&mut self, n: usize, seed: u64) -> usize {
+        use rand::SeedableRng;
+        let Some(train) = self.splits.iter_mut().find(|s| s.name == SplitName::Train) else {
+            return 0;
+        };
+        let total = train.sentences.len();
+        if n >= total {
+            return total;
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut keep = rand::seq::index::sample(&mut rng, total, n).into_vec();
+        keep.sort_unstable();
+        train.sentences = keep.iter().map(|&i| train.sentences[i].clone()).collect();
+        if let Some(qa) = &mut train.qa {
+            *qa = keep.iter().map(|&i| qa[i].clone()).collect();
+        }
+        total
+    }
+
     /// Entity types found in dev or test but not in train, per split.
     pub fn unseen_labels(&self) -> Vec<(SplitName, String)> {
         let train = self.labels(SplitName::Train);
@@ -423,6 +447,35 @@ mod tests {
 
     fn write(dir: &Path, name: &str, text: &str) {
         std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    /// `data.train_sentences`: the same seed keeps the same sentences, in
+    /// file order; another seed others; dev and test are untouched; a
+    /// size at least the split's keeps it whole.
+    #[test]
+    fn cut_train_keeps_a_subset_fixed_by_the_seed() {
+        let d = tempfile::tempdir().unwrap();
+        crate::toy::write_dataset(d.path(), crate::toy::Lang::En, 200, 3).unwrap();
+        let full = Dataset::load(d.path()).unwrap();
+        let lines = |ds: &Dataset, name| ds.split(name).unwrap().sentences.iter().map(|s| s.line).collect::<Vec<_>>();
+        let cut = |seed| {
+            let mut ds = full.clone();
+            let total = ds.cut_train(30, seed);
+            assert_eq!(total, full.split(SplitName::Train).unwrap().sentences.len());
+            assert_eq!(lines(&ds, SplitName::Dev), lines(&full, SplitName::Dev));
+            assert_eq!(lines(&ds, SplitName::Test), lines(&full, SplitName::Test));
+            lines(&ds, SplitName::Train)
+        };
+        let (a, b, other) = (cut(1), cut(1), cut(2));
+        assert_eq!(a.len(), 30);
+        assert_eq!(a, b, "same seed, same sentences");
+        assert_ne!(a, other, "another seed, other sentences");
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "file order");
+        let all = lines(&full, SplitName::Train);
+        assert!(a.iter().all(|l| all.contains(l)));
+        let mut whole = full.clone();
+        assert_eq!(whole.cut_train(10_000, 1), all.len());
+        assert_eq!(lines(&whole, SplitName::Train), all);
     }
 
     #[test]

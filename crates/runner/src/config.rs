@@ -69,6 +69,10 @@ pub struct DataConfig {
     pub bigrams: Bigrams,
     /// Bigrams seen fewer times in training map to `<unk>`.
     pub min_bigram_freq: usize,
+    /// Train on this many sentences of the training split, drawn at random
+    /// (the draw fixed by the run's seed, kept in file order); dev and test
+    /// unchanged, vocabularies built from the subset. 0 = all.
+    pub train_sentences: usize,
 }
 
 /// When a run reads character bigrams.
@@ -106,6 +110,7 @@ impl Default for DataConfig {
             tokenizer: PathBuf::new(),
             bigrams: Bigrams::Auto,
             min_bigram_freq: 1,
+            train_sentences: 0,
         }
     }
 }

@@ -111,6 +111,17 @@ fn add_bigrams(cfg: &mut RunConfig, vocabs: &mut Vocabs, sentences: &[corpus::Se
 
 /// Builds vocabularies from the training split and encodes every split.
 pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
+    let (mut cut, subset);
+    cut = None;
+    let ds = match cfg.data.train_sentences {
+        0 => ds,
+        n => {
+            let mut d = ds.clone();
+            cut = Some((d.cut_train(n, cfg.seed), n));
+            subset = d;
+            &subset
+        }
+    };
     let train = ds.split(SplitName::Train).with_context(|| format!("{}: no training split", ds.dir.display()))?;
     let tagger_scheme = cfg.data.tagger_scheme(ds.scheme)?;
     let labels: Vec<String> = ds.labels(SplitName::Train).into_iter().collect();
@@ -140,6 +151,13 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
     add_bigrams(cfg, &mut vocabs, &train.sentences);
     let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
+    if let Some((total, n)) = cut {
+        notes.push(format!(
+            "training on {} of the {total} training sentences (data.train_sentences = {n}, drawn with seed {}); dev and test whole",
+            train.sentences.len(),
+            cfg.seed
+        ));
+    }
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(
             "entity type {label} occurs in {} but not in train: the tagger cannot predict it (it still counts in scoring)",
@@ -324,6 +342,31 @@ fn load_pretrained(
 mod tests {
     use super::*;
     use corpus::{Normalize, Scheme};
+
+    /// `data.train_sentences = N`: N training examples, vocabularies from
+    /// them only, the same ones for the same seed, dev and test whole, and a
+    /// note that says so.
+    #[test]
+    fn train_sentences_trains_on_a_seeded_subset() {
+        let d = tempfile::tempdir().unwrap();
+        corpus::toy::write_dataset(d.path(), corpus::toy::Lang::En, 100, 5).unwrap();
+        let ds = load_dataset(d.path(), None).unwrap();
+        let run = |n: usize, seed: u64| {
+            let mut cfg = RunConfig { seed, ..RunConfig::default() };
+            cfg.data.train_sentences = n;
+            prepare(&mut cfg, &ds).unwrap()
+        };
+        let (all, a, b, other) = (run(0, 1), run(12, 1), run(12, 1), run(12, 2));
+        assert_eq!((all.train.len(), a.train.len()), (100, 12));
+        assert_eq!(a.train_origin.1, b.train_origin.1, "same seed, same sentences");
+        assert_ne!(a.train_origin.1, other.train_origin.1);
+        assert!(a.vocabs.words.len() < all.vocabs.words.len(), "vocabulary of the subset");
+        for (x, y) in a.eval.iter().zip(&all.eval) {
+            assert_eq!(x.sentences.len(), y.sentences.len());
+        }
+        assert!(a.notes.iter().any(|n| n.starts_with("training on 12 of the 100 training sentences")), "{:?}", a.notes);
+        assert!(!all.notes.iter().any(|n| n.starts_with("training on")));
+    }
 
     /// A QA split's contexts are encoded with the characters of the
     /// original, cased text under their lowercased pieces.
