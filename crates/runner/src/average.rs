@@ -10,6 +10,7 @@
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
+use encoders::ops::SeqBackend;
 use encoders::Tagger;
 
 /// The running average of a tagger's weights.
@@ -22,7 +23,7 @@ pub struct Average<B: Backend> {
     model: Option<Tagger<B>>,
 }
 
-impl<B: Backend> Average<B> {
+impl<B: SeqBackend> Average<B> {
     /// An average of the weights of the steps after the first `updates`
     /// (0 for a fresh run; a resumed run's steps, with its saved average
     /// given by [`Self::with_model`]).
@@ -82,18 +83,19 @@ impl<B: Backend> ModuleVisitor<B> for Flatten<B> {
     }
 }
 
-/// `keep · own + (1 − keep) · current`, parameter by parameter in visiting order.
+/// `keep · own + (1 − keep) · current`, parameter by parameter in visiting
+/// order ([`SeqBackend::average_step`]: in place on burn-flex).
 struct Blend<B: Backend> {
     current: std::vec::IntoIter<Tensor<B, 1>>,
     keep: f64,
 }
 
-impl<B: Backend> ModuleMapper<B> for Blend<B> {
+impl<B: SeqBackend> ModuleMapper<B> for Blend<B> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let (id, own, mapper) = param.consume();
         let current = self.current.next().expect("the average and the model have the same parameters");
         let current = current.reshape(own.dims());
-        Param::from_mapped_value(id, own * self.keep + current * (1.0 - self.keep), mapper)
+        Param::from_mapped_value(id, B::average_step(own, current, self.keep), mapper)
     }
 }
 

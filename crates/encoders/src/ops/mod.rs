@@ -18,6 +18,8 @@
 //!   ([`SeqBackend::fused_linear`]).
 //! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
 //!   composed by default, one in-place pass on burn-flex.
+//! - [`moving_average`]: one step of the weights' moving average
+//!   ([`SeqBackend::average_step`]): likewise.
 //!
 //! This file holds the trait, whose default methods are the composed
 //! passes; its impls for the CPU backends (`host_ops!`: the host loops)
@@ -32,6 +34,7 @@ pub mod flash_attention;
 pub mod flex_linear;
 mod host;
 pub mod lstm_scan;
+pub mod moving_average;
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -113,6 +116,13 @@ pub trait SeqBackend: Backend {
         adam::composed(param, grad, moments, step)
     }
 
+    /// One step of a moving average of a parameter (see
+    /// [`moving_average`]): `keep·avg + (1 − keep)·current`. Burn's tensor
+    /// operations by default; one in-place pass on burn-flex.
+    fn average_step<const D: usize>(avg: Tensor<Self, D>, current: Tensor<Self, D>, keep: f64) -> Tensor<Self, D> {
+        moving_average::composed(avg, current, keep)
+    }
+
     /// How many parts a training batch of `sentences` is cut into, their
     /// forward and backward passes running concurrently (the runner's
     /// `loss_and_grads`). One by default (a GPU runs a whole batch at
@@ -180,7 +190,7 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty $(, linear = $linear:path, adam = $adam:path)?) => {
+    ($backend:ty $(, linear = $linear:path, adam = $adam:path, average = $average:path)?) => {
         impl SeqBackend for $backend {
             $(
                 fn adam_step<const D: usize>(
@@ -190,6 +200,14 @@ macro_rules! host_ops {
                     step: &adam::AdamStep,
                 ) -> (Tensor<Self, D>, Tensor<Self, D>, Tensor<Self, D>) {
                     $adam(param, grad, moments, step)
+                }
+
+                fn average_step<const D: usize>(
+                    avg: Tensor<Self, D>,
+                    current: Tensor<Self, D>,
+                    keep: f64,
+                ) -> Tensor<Self, D> {
+                    $average(avg, current, keep)
                 }
             )?
             $(
@@ -260,7 +278,7 @@ macro_rules! host_ops {
         }
     };
 }
-host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex);
+host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex, average = moving_average::flex);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
