@@ -111,17 +111,8 @@ fn add_bigrams(cfg: &mut RunConfig, vocabs: &mut Vocabs, sentences: &[corpus::Se
 
 /// Builds vocabularies from the training split and encodes every split.
 pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
-    let (mut cut, subset);
-    cut = None;
-    let ds = match cfg.data.train_sentences {
-        0 => ds,
-        n => {
-            let mut d = ds.clone();
-            cut = Some((d.cut_train(n, cfg.seed), n));
-            subset = d;
-            &subset
-        }
-    };
+    let (ds, subset_note) = train_subset(cfg, ds);
+    let ds = &*ds;
     let train = ds.split(SplitName::Train).with_context(|| format!("{}: no training split", ds.dir.display()))?;
     let tagger_scheme = cfg.data.tagger_scheme(ds.scheme)?;
     let labels: Vec<String> = ds.labels(SplitName::Train).into_iter().collect();
@@ -151,13 +142,7 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
     add_bigrams(cfg, &mut vocabs, &train.sentences);
     let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
-    if let Some((total, n)) = cut {
-        notes.push(format!(
-            "training on {} of the {total} training sentences (data.train_sentences = {n}, drawn with seed {}); dev and test whole",
-            train.sentences.len(),
-            cfg.seed
-        ));
-    }
+    notes.extend(subset_note);
     for (split, label) in ds.unseen_labels() {
         notes.push(format!(
             "entity type {label} occurs in {} but not in train: the tagger cannot predict it (it still counts in scoring)",
@@ -222,6 +207,23 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
         pretrained,
         notes,
     })
+}
+
+/// `ds` with its training split cut to `data.train_sentences` sentences
+/// drawn with the run's seed (0: `ds` itself), and the note that says so.
+fn train_subset<'a>(cfg: &RunConfig, ds: &'a Dataset) -> (std::borrow::Cow<'a, Dataset>, Option<String>) {
+    let n = cfg.data.train_sentences;
+    if n == 0 {
+        return (std::borrow::Cow::Borrowed(ds), None);
+    }
+    let mut cut = ds.clone();
+    let total = cut.cut_train(n, cfg.seed);
+    let note = format!(
+        "training on {} of the {total} training sentences (data.train_sentences = {n}, drawn with seed {}); dev and test whole",
+        n.min(total),
+        cfg.seed
+    );
+    (std::borrow::Cow::Owned(cut), Some(note))
 }
 
 /// Sentences as examples without tags, each read against its question
