@@ -33,9 +33,10 @@ impl FusedAdam {
         clip: f32,
     ) -> OptimizerAdaptor<Self, M, B> {
         let adaptor = OptimizerAdaptor::from(self);
-        match clip > 0.0 {
-            true => adaptor.with_grad_clipping(GradientClippingConfig::Norm(clip).init()),
-            false => adaptor,
+        if clip > 0.0 {
+            adaptor.with_grad_clipping(GradientClippingConfig::Norm(clip).init())
+        } else {
+            adaptor
         }
     }
 }

@@ -19,9 +19,10 @@
 //!
 //! [`SeqBackend::adam_step`]: super::SeqBackend::adam_step
 
+use super::host::{is_whole_f32, CHUNK};
 use burn::backend::Flex;
 use burn::prelude::*;
-use burn::tensor::{DType, TensorPrimitive};
+use burn::tensor::TensorPrimitive;
 
 /// The constants of one update.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -78,9 +79,6 @@ fn update(p: &mut f32, g: f32, m: &mut f32, v: &mut f32, s: &AdamStep, (combined
     *p -= *m * combined / (v.sqrt() + eps) * s.lr;
 }
 
-/// Values per chunk of the thread pool.
-const CHUNK: usize = 1 << 15;
-
 /// The update over host buffers (all the same length), chunks on the
 /// current rayon pool.
 pub fn host(param: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], s: &AdamStep) {
@@ -110,11 +108,7 @@ pub fn flex<const D: usize>(
     s: &AdamStep,
 ) -> (Tensor<Flex, D>, Tensor<Flex, D>, Tensor<Flex, D>) {
     let n = param.shape().num_elements();
-    // Exactly n contiguous values: the storage is the tensor.
-    let whole = |x: &Tensor<Flex, D>| {
-        let x = x.clone().into_primitive().tensor();
-        x.dtype() == DType::F32 && x.as_slice::<f32>().is_some() && x.storage::<f32>().len() == n
-    };
+    let whole = |x: &Tensor<Flex, D>| is_whole_f32(x, n);
     let fits = [&param, &grad].into_iter().chain(moments.iter().flat_map(|(m, v)| [m, v])).all(whole);
     if !fits {
         return composed(param, grad, moments, s);

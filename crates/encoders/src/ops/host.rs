@@ -1,10 +1,25 @@
 //! Host-side helpers for the CPU backends' hand-written operations
 //! ([`super::lstm_scan::host`], [`super::dense_attention::host`],
 //! [`super::flex_linear`]): tensors to `f32` buffers and back, a strided
-//! GEMM call, and a vectorisable `exp`.
+//! GEMM call, a vectorisable `exp`, and for the in-place passes on
+//! burn-flex ([`super::adam`], [`super::moving_average`]) their chunk size
+//! and buffer check.
 
+use burn::backend::Flex;
 use burn::prelude::*;
-use burn::tensor::TensorData;
+use burn::tensor::{DType, TensorData};
+
+/// Values per rayon task of the element-wise in-place passes
+/// ([`super::adam`], [`super::moving_average`]).
+pub(crate) const CHUNK: usize = 1 << 15;
+
+/// Whether a burn-flex tensor is exactly its buffer: `n` contiguous f32
+/// values from offset 0, so that a pass over the storage is a pass over the
+/// tensor (what the in-place passes need).
+pub(crate) fn is_whole_f32<const D: usize>(x: &Tensor<Flex, D>, n: usize) -> bool {
+    let x = x.clone().into_primitive().tensor();
+    x.dtype() == DType::F32 && x.as_slice::<f32>().is_some() && x.storage::<f32>().len() == n
+}
 
 pub(crate) fn to_vec<B: Backend, const D: usize>(x: Tensor<B, D>) -> Vec<f32> {
     x.into_data().convert::<f32>().into_vec::<f32>().expect("f32 data")

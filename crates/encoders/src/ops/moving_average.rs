@@ -8,17 +8,15 @@
 //!
 //! [`SeqBackend::average_step`]: super::SeqBackend::average_step
 
+use super::host::{is_whole_f32, CHUNK};
 use burn::backend::Flex;
 use burn::prelude::*;
-use burn::tensor::{DType, TensorPrimitive};
+use burn::tensor::TensorPrimitive;
 
 /// `keep·avg + (1 − keep)·current` with tensor operations.
 pub fn composed<B: Backend, const D: usize>(avg: Tensor<B, D>, current: Tensor<B, D>, keep: f64) -> Tensor<B, D> {
     avg * keep + current * (1.0 - keep)
 }
-
-/// Values per chunk of the thread pool.
-const CHUNK: usize = 1 << 15;
 
 /// burn-flex: [`composed`] as one pass over the average's own buffer,
 /// chunks on the thread pool (a
@@ -26,11 +24,7 @@ const CHUNK: usize = 1 << 15;
 /// a contiguous f32 buffer takes the composed path).
 pub fn flex<const D: usize>(avg: Tensor<Flex, D>, current: Tensor<Flex, D>, keep: f64) -> Tensor<Flex, D> {
     let n = avg.shape().num_elements();
-    let whole = |x: &Tensor<Flex, D>| {
-        let x = x.clone().into_primitive().tensor();
-        x.dtype() == DType::F32 && x.as_slice::<f32>().is_some() && x.storage::<f32>().len() == n
-    };
-    if !(whole(&avg) && whole(&current)) {
+    if !(is_whole_f32(&avg, n) && is_whole_f32(&current, n)) {
         return composed(avg, current, keep);
     }
     // The scalars as Burn converts them (f64 → f32), `1 − keep` in f64 first.
