@@ -421,11 +421,17 @@ fn a_run_folder_is_locked_while_training_and_a_stale_lock_is_taken_over() {
     let mut first = Command::new(env!("CARGO_BIN_EXE_seqlab")).args(args("500")).spawn().unwrap();
     let lock = run.join(".lock");
     let t0 = std::time::Instant::now();
-    while !lock.exists() {
-        assert!(t0.elapsed().as_secs() < 60, "no lock file appeared");
+    // The file is created, locked, then given the pid: wait for the pid
+    // (reading between the first two steps gave "" in CI).
+    let written = || std::fs::read_to_string(&lock).ok().filter(|s| !s.trim().is_empty());
+    let pid = loop {
+        if let Some(pid) = written() {
+            break pid;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "no lock file with a pid appeared");
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(std::fs::read_to_string(&lock).unwrap().trim(), first.id().to_string());
+    };
+    assert_eq!(pid.trim(), first.id().to_string());
     let second = seqlab(&args("1"));
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");
