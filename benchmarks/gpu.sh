@@ -2,6 +2,8 @@
 # seqlab on a CUDA GPU, beside PyTorch on the same GPU where a CUDA build of
 # torch is importable (PYTHON, default python3; else benchmarks/pytorch/.venv).
 #
+# 0. Cold start: process start to the first finished training batch, with
+#    an empty and with a warm kernel cache.
 # 1. Throughput: `bench train` / `bench predict` of both reference taggers
 #    (benchmarks/configs) on generated CoNLL-like batches (PyTorch times the
 #    same batches: BATCHES_DIR/batches-{bilstm,attention}.json, written by
@@ -19,6 +21,7 @@
 # OUT/summary.md at the end.
 #
 #   SEQLAB=target/release/seqlab benchmarks/gpu.sh      # a `--features cuda` build
+#   PATH=benchmarks/dry-run:$PATH DEVICE=cpu STEPS=3 LENGTHS=64 benchmarks/gpu.sh   # dry run, no GPU (~1 min)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SEQLAB=${SEQLAB:-target/release/seqlab}
@@ -26,7 +29,7 @@ OUT=${OUT:-benchmarks/out/gpu}
 STEPS=${STEPS:-50}
 LENGTHS=${LENGTHS:-512 2048 4096}
 DEADLINE=${DEADLINE:-480}
-DEVICE=${DEVICE:-cuda}   # cpu: a dry run of this script without a GPU (nvidia-smi still needed)
+DEVICE=${DEVICE:-cuda}   # cpu: a dry run without a GPU, with PATH=benchmarks/dry-run:$PATH (a stand-in nvidia-smi)
 BATCHES_DIR=${BATCHES_DIR:-$OUT}
 PYTHON=${PYTHON:-python3}   # the one with torch; helpers run on python3
 mkdir -p "$OUT" "$BATCHES_DIR"
@@ -67,6 +70,40 @@ sampled() {
     echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); d['gpu_memory_mib']=int('${peak:-0}' or 0)-int('$idle'); print(json.dumps(d))" 2>/dev/null ||
         echo "$line"
 }
+
+# 0. Cold start: seconds from process start to the first finished training
+#    batch of the BiLSTM-CRF reference on generated data (`seqlab train
+#    --verbose` prints when, with the kernels compiled and those loaded from
+#    CubeCL's on-disk cache). In a fresh working directory whose cubecl.toml
+#    keeps compiled kernels and autotune results there: first with both
+#    caches empty, then again with them warm.
+seqlab_abs=$(realpath "$SEQLAB")
+root=$(pwd)
+cold=$(mktemp -d)
+printf '[compilation]\ncache = { file = "%s/kernels" }\n[autotune]\ncache = { file = "%s/autotune" }\n' "$cold" "$cold" > "$cold/cubecl.toml"
+"$seqlab_abs" data toy --out "$cold/toy" --lang en >>"$log" 2>&1
+for cache in empty warm; do
+    [ "$(left)" -gt 30 ] || { echo "deadline: skipped cold start ($cache cache)" | tee -a "$log"; continue; }
+    limit=$(( $(left) < 120 ? $(left) : 120 ))
+    # In the background, stopped (SIGTERM: it writes a checkpoint and exits) once the line is out.
+    (cd "$cold" && exec timeout "$limit" "$seqlab_abs" train --config "$root/benchmarks/configs/ref-bilstm-crf.toml" \
+        --data toy --out "run-$cache" --device "$DEVICE" --epochs 1 --verbose > "train-$cache.log" 2>&1) &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && ! grep -q 'first batch done' "$cold/train-$cache.log" 2>/dev/null; do sleep 0.5; done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    cat "$cold/train-$cache.log" >> "$log"
+    line=$(grep -m1 'first batch done' "$cold/train-$cache.log")
+    echo "$line" | python3 -c "
+import json, re, sys
+line = sys.stdin.read().strip()
+m = re.search(r'first batch done ([0-9.]+) s', line)
+k = re.search(r'kernels compiled (\d+), loaded from the disk cache (\d+)', line)
+d = {'cache': '$cache', 'seconds': float(m.group(1)) if m else None, 'line': line or 'no first batch within $limit s'}
+if k: d.update(compiled=int(k.group(1)), loaded=int(k.group(2)))
+print(json.dumps(d))" >> "$OUT/coldstart.jsonl"
+    echo "cold start, $cache cache: ${line:-no first batch within $limit s}" | tee -a "$log"
+done
+rm -rf "$cold"
 
 # 1. Throughput.
 for model in bilstm attention; do

@@ -1,5 +1,5 @@
-"""Markdown tables from a `benchmarks/gpu.sh` run: OUT/throughput.jsonl and
-OUT/attention.jsonl (one measurement per line) → stdout.
+"""Markdown tables from a `benchmarks/gpu.sh` run: OUT/coldstart.jsonl,
+OUT/throughput.jsonl and OUT/attention.jsonl (one measurement per line) → stdout.
 
     python3 benchmarks/summarize_gpu.py benchmarks/out/gpu
 """
@@ -24,6 +24,15 @@ def main():
     out = Path(sys.argv[1])
     gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "unknown GPU"
     print(f"# seqlab on a GPU ({gpu})\n")
+    rows = lines(out / "coldstart.jsonl")
+    if rows:
+        print("## Cold start: process start to the first finished training batch (BiLSTM-CRF, generated data)\n")
+        print("| kernel cache | seconds | kernels compiled | kernels loaded from the cache |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            secs = f"{r['seconds']:.1f}" if r.get("seconds") is not None else r.get("line", "failed")
+            print(f"| {r['cache']} | {secs} | {r.get('compiled', '')} | {r.get('loaded', '')} |")
+        print()
     rows = lines(out / "throughput.jsonl")
     if rows:
         print("## Throughput, reference taggers (generated CoNLL-like batches of 32)\n")

@@ -314,7 +314,64 @@ fn pad_by<'a>(ids: &[usize], at: impl Fn(usize) -> &'a Encoded) -> PaddedBatch {
     }
 }
 
+/// The smallest of 8, 12, 16, 24, 32, 48, 64, 96, … (the powers of two and
+/// the points halfway between them) that holds `n`: the lengths a batch is
+/// padded up to where every new tensor shape costs kernel compilations (a
+/// GPU: [`Batch::bucketed`]). CoNLL-2003's sentences (up to 124 words) then
+/// come in 9 lengths, and a bucket is never more than a third padding.
+pub fn bucket(n: usize) -> usize {
+    let mut b = 8;
+    loop {
+        if n <= b {
+            return b;
+        }
+        if n <= b + b / 2 {
+            return b + b / 2;
+        }
+        b *= 2;
+    }
+}
+
 impl PaddedBatch {
+    /// The batch padded further, to `len` positions of `word_len`
+    /// characters (each at least the batch's own): the same sentences,
+    /// more padding.
+    pub fn widened(&self, len: usize, word_len: usize) -> PaddedBatch {
+        let (len, word_len) = (len.max(self.len), word_len.max(self.word_len));
+        let (old_len, old_wl) = (self.len, self.word_len);
+        let pad = PAD_ID as i64;
+        let rows = |x: &[i64], fill: i64| -> Vec<i64> {
+            x.chunks(old_len.max(1))
+                .flat_map(|row| row.iter().copied().chain((old_len..len).map(move |_| fill)))
+                .collect()
+        };
+        let mut chars = vec![pad; self.batch * len * word_len];
+        for b in 0..self.batch {
+            for t in 0..old_len {
+                let from = (b * old_len + t) * old_wl;
+                let to = (b * len + t) * word_len;
+                chars[to..to + old_wl].copy_from_slice(&self.chars[from..from + old_wl]);
+            }
+        }
+        PaddedBatch {
+            ids: self.ids.clone(),
+            batch: self.batch,
+            len,
+            word_len,
+            lengths: self.lengths.clone(),
+            words: rows(&self.words, pad),
+            caps: rows(&self.caps, pad),
+            bigrams: rows(&self.bigrams, pad),
+            chars,
+            tags: self.tags.as_deref().map(|t| rows(t, 0)),
+            mask: self
+                .mask
+                .chunks(old_len.max(1))
+                .flat_map(|row| row.iter().copied().chain((old_len..len).map(|_| false)))
+                .collect(),
+        }
+    }
+
     /// The batch cut into `parts` batches of consecutive sentences (sizes
     /// differing by at most one; fewer parts when there are fewer
     /// sentences), each trimmed to its own longest sentence and word: what
@@ -425,6 +482,25 @@ impl Batch {
     /// Sentences in the batch.
     pub fn size(&self) -> usize {
         self.context().batch
+    }
+
+    /// The batch padded up to [`bucket`] lengths: sentences and words (and
+    /// questions) to the bucket of their longest, so that the batches of a
+    /// run come in a few shapes. What a GPU backend runs
+    /// (`SeqBackend::shape_buckets`), where each new shape compiles kernels;
+    /// padding never changes what the model computes for a real token.
+    pub fn bucketed(&self) -> Batch {
+        let widen = |b: &PaddedBatch| b.widened(bucket(b.len), bucket(b.word_len));
+        match self {
+            Batch::Plain(b) => Batch::Plain(widen(b)),
+            Batch::Asked { context: old, question, cues } => {
+                let context = widen(old);
+                let (from, to) = (old.len * CUES, context.len * CUES);
+                let cues =
+                    cues.chunks(from.max(1)).flat_map(|row| row.iter().copied().chain((from..to).map(|_| 0))).collect();
+                Batch::Asked { context, question: widen(question), cues }
+            }
+        }
     }
 
     /// [`PaddedBatch::split`], questions cut along with their sentences.
@@ -601,5 +677,66 @@ mod tests {
         assert_eq!(b.tags.unwrap(), vec![3, 0, 0, 1, 2, 0]);
         assert_eq!(&b.chars[9..15], &[2, 0, 0, 3, 4, 0]);
         assert_eq!(b.lengths, vec![1, 3]);
+    }
+
+    #[test]
+    fn buckets_are_few_and_never_more_than_a_third_padding() {
+        let cases =
+            [(0, 8), (1, 8), (8, 8), (9, 12), (12, 12), (13, 16), (17, 24), (25, 32), (33, 48), (124, 128), (129, 192)];
+        for (n, b) in cases {
+            assert_eq!(bucket(n), b, "bucket({n})");
+        }
+        for n in 1..5000 {
+            let b = bucket(n);
+            assert!(b >= n && (b == 8 || 2 * b <= 3 * n), "bucket({n}) = {b}");
+        }
+        let shapes: std::collections::BTreeSet<usize> = (1..=124).map(bucket).collect();
+        assert_eq!(shapes.len(), 9, "{shapes:?}");
+    }
+
+    fn encoded(words: &[u32], word_chars: &[usize], tagged: bool) -> Encoded {
+        Encoded {
+            words: words.to_vec(),
+            chars: word_chars
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| (0..n as u32).map(|c| 2 + c + k as u32).collect())
+                .collect(),
+            caps: words.iter().map(|w| w % 3 + 1).collect(),
+            bigrams: words.iter().map(|w| w + 100).collect(),
+            tags: tagged.then(|| words.iter().map(|w| w % 4).collect()),
+        }
+    }
+
+    /// Bucketing only adds padding: trimmed back (`split(1)` trims a batch to
+    /// its longest sentence and word), the batch is the one `pad` gave.
+    #[test]
+    fn a_bucketed_batch_is_the_batch_with_more_padding() {
+        let data = vec![
+            Example::Plain(encoded(&[5, 6, 7, 8, 9, 10, 11, 12, 13], &[2, 9, 1, 1, 1, 1, 1, 1, 1], true)),
+            Example::Plain(encoded(&[8], &[3], true)),
+        ];
+        let b = Batch::pad(&data, &[1, 0]);
+        let wide = b.bucketed();
+        let w = wide.context();
+        assert_eq!((w.batch, w.len, w.word_len), (2, 12, 12));
+        assert_eq!(w.mask.iter().filter(|&&m| m).count(), 10);
+        assert_eq!(w.words.len(), 24);
+        assert_eq!(w.chars.len(), 2 * 12 * 12);
+        assert_eq!(wide.split(1), vec![b.clone()]);
+        assert_eq!(wide.bucketed(), wide, "a bucketed batch is its own bucket");
+
+        let asked = |words: &[u32], cue: u32| Example::Asked {
+            context: encoded(words, &vec![2; words.len()], true),
+            question: encoded(&[3, 4, 5], &[1, 2, 13], false),
+            cues: (0..words.len() * CUES).map(|k| cue + k as u32).collect(),
+        };
+        let qa = vec![asked(&[5, 6, 7], 10), asked(&[5; 14], 50)];
+        let b = Batch::pad(&qa, &[0, 1]);
+        let wide = b.bucketed();
+        let Batch::Asked { context, question, cues } = &wide else { panic!("a QA batch stays one") };
+        assert_eq!((context.len, context.word_len, question.len, question.word_len), (16, 8, 8, 16));
+        assert_eq!(cues.len(), 2 * 16 * CUES);
+        assert_eq!(wide.split(1), vec![b]);
     }
 }

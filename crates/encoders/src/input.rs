@@ -1,9 +1,29 @@
 //! A padded batch as tensors: the tokens of its sentences and, for
 //! extractive QA, of the questions they are read against.
 
+use crate::ops::SeqBackend;
 use burn::prelude::*;
 use burn::tensor::TensorData;
-use corpus::batch::{Batch, PaddedBatch};
+use corpus::batch::{Batch, Example, PaddedBatch};
+
+/// The examples `ids` padded into one batch the way backend `B` runs
+/// them: to the batch's own longest sentence and word on the CPU backends,
+/// up to a few bucket lengths where every new shape costs kernel
+/// compilations ([`SeqBackend::shape_buckets`]). Training, inference and
+/// the benchmarks all make their batches here.
+pub fn pad_batch<B: SeqBackend>(examples: &[Example], ids: &[usize]) -> Batch {
+    shaped_for::<B>(Batch::pad(examples, ids))
+}
+
+/// `batch` as backend `B` runs it: [`Batch::bucketed`] where
+/// [`SeqBackend::shape_buckets`] says so, else as it is.
+pub fn shaped_for<B: SeqBackend>(batch: Batch) -> Batch {
+    if B::shape_buckets() {
+        batch.bucketed()
+    } else {
+        batch
+    }
+}
 
 /// One padded batch of token sequences as tensors.
 #[derive(Clone, Debug)]

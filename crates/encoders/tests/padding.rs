@@ -220,3 +220,37 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         }
     }
 }
+
+/// A batch padded up to bucket lengths (what a GPU backend runs,
+/// `SeqBackend::shape_buckets`) gives every tagger the emissions and the
+/// loss of the batch padded to its longest sentence and word.
+#[test]
+fn every_tagger_computes_the_same_on_a_bucketed_batch() {
+    use corpus::batch::Batch;
+    use corpus::Scheme;
+    use encoders::input::tags_tensor;
+    use encoders::{QuestionMode, TaggerInput};
+    let tags = Scheme::Bioes.tag_set(&["X".into()]);
+    let (plain, with_questions) = common::two_sentences();
+    for (kind, position, decoder, question) in common::TAGGERS {
+        B::seed(&dev(), 3);
+        let examples = if question == QuestionMode::None { &plain } else { &with_questions };
+        let model =
+            common::tagger_variant(kind, position, decoder, question).init::<B>(common::variant_shape(&tags), &dev());
+        let exact = Batch::pad(examples, &[0, 1]);
+        let wide = exact.bucketed();
+        assert!(wide.context().len > exact.context().len && wide.context().word_len > exact.context().word_len);
+        let what = format!("{kind:?}/{position:?}/{decoder:?}/{question:?}");
+        let run = |batch: &Batch| {
+            let input = TaggerInput::<B>::from_batch(batch, &dev());
+            let emissions = model.forward(&input, false).unwrap().emissions;
+            let loss: f32 = model.loss(&input, tags_tensor(batch.context(), &dev()).unwrap()).unwrap().into_scalar();
+            (emissions, loss)
+        };
+        let ((e1, l1), (e2, l2)) = (run(&exact), run(&wide));
+        for (s, &n) in exact.context().lengths.iter().enumerate() {
+            assert_close(&rows(&e2, s, n), &rows(&e1, s, n), 1e-4, &format!("{what}: sentence {s}"));
+        }
+        assert!((l1 - l2).abs() <= 1e-4 * l1.abs().max(1.0), "{what}: loss {l1} exact, {l2} bucketed");
+    }
+}

@@ -9,7 +9,7 @@
 //! on the host) then runs over the whole stitched sentence, so no seam can
 //! hold an illegal transition and no token is dropped.
 
-use corpus::batch::{plan_batches, Batch, BatchSize, Example};
+use corpus::batch::{plan_batches, BatchSize, Example};
 use corpus::score::{score, Counts, Mode};
 use corpus::window::{owners, windows};
 use corpus::{Sentence, Tag, Vocabs};
@@ -225,7 +225,7 @@ fn encode_pieces<B: SeqBackend>(
         .batches(batching)
         .into_par_iter()
         .map(|ids| {
-            let batch = Batch::pad(&pieces.pieces, &ids);
+            let batch = encoders::input::pad_batch::<B>(&pieces.pieces, &ids);
             let input = TaggerInput::<B>::from_batch(&batch, device);
             let out = model.forward(&input, attention)?;
             let e: Vec<f32> = out.emissions.into_data().iter::<f32>().collect(); // [b, L, T]

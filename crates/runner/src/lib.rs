@@ -32,6 +32,7 @@ pub mod curriculum;
 pub mod html_report;
 pub mod infer;
 pub mod input;
+pub mod kernels;
 pub mod launch;
 pub mod memory;
 pub mod model;

@@ -49,7 +49,7 @@ pub fn question_share<B: SeqBackend>(
     let layers = model.attention_layers();
     let mut sums = vec![(0.0f64, 0.0f64, 0.0f64); layers];
     for ids in kept.chunks(CHUNK) {
-        let batch = Batch::pad(data, ids);
+        let batch = encoders::input::pad_batch::<B>(data, ids);
         if !matches!(batch, Batch::Asked { .. }) {
             bail!("the examples have no questions");
         }

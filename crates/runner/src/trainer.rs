@@ -6,6 +6,7 @@
 use crate::checkpoint::{self, Interrupt, Interrupted};
 use crate::config::{OnNan, RunConfig};
 use crate::infer::{self, Request};
+use crate::kernels::BatchShapes;
 use crate::model::build_model;
 use crate::prep::{EvalSplit, Prepared};
 use crate::report::Finished;
@@ -25,6 +26,11 @@ pub struct TrainOptions<'a> {
     pub device_name: &'a str,
     /// No progress bar or epoch lines (tests, logs); warnings still go out.
     pub quiet: bool,
+    /// Also the batch shapes of each epoch, the kernels compiled
+    /// ([`crate::kernels`]) and when the first batch finished.
+    pub verbose: bool,
+    /// When the process started (the first batch's time is counted from here).
+    pub started: Instant,
     /// Continue from the newest intact checkpoint in `out`.
     pub resume: bool,
     pub reporter: &'a dyn Reporter,
@@ -100,6 +106,8 @@ struct Training<'a, B: TrainBackend> {
     started: Instant,
     wall_before: f64,
     interrupt: Interrupt,
+    /// Whether this process has finished a batch (`--verbose` says when).
+    stepped_once: bool,
 }
 
 /// What ends the epoch loop early.
@@ -155,6 +163,7 @@ where
             started: Instant::now(),
             wall_before,
             interrupt: Interrupt::install(),
+            stepped_once: false,
         })
     }
 
@@ -211,9 +220,16 @@ where
         let started = Instant::now();
         let seconds = |started: &Instant| so_far.seconds + started.elapsed().as_secs_f64();
         let mut sums = Sums { loss: so_far.loss_sum, tokens: so_far.tokens, sentences: so_far.sentences, lr: t.lr };
+        let mut shapes = BatchShapes::default();
         for (b, ids) in batches.iter().enumerate().skip(so_far.batches) {
-            let batch = Batch::pad(&examples, ids);
+            let batch = encoders::input::pad_batch::<B>(&examples, ids);
+            shapes.add(&batch);
             let stepped = self.batch(epoch, b, batches.len(), &batch, &mut sums, bar.as_ref())?;
+            if self.opts.verbose && !self.stepped_once {
+                let after = self.opts.started.elapsed().as_secs_f64();
+                bar.message(&format!("first batch done {after:.1} s after the process started{}", kernel_counts()));
+            }
+            self.stepped_once = true;
             bar.inc(1);
             bar.set_message(format!(
                 "loss {:.3}  {:.0} tok/s",
@@ -240,6 +256,10 @@ where
             }
         }
         bar.finish();
+        if self.opts.verbose {
+            let line = format!("epoch {epoch}: {}{}", shapes.summary(B::shape_buckets()), kernel_counts());
+            self.opts.reporter.message(&line);
+        }
         Ok((sums, seconds(&started)))
     }
 
@@ -383,6 +403,14 @@ where
         }
         Stop::Continue
     }
+}
+
+/// "; kernels compiled 57, loaded from the disk cache 31" where they are
+/// counted ([`crate::kernels::install`]).
+fn kernel_counts() -> String {
+    crate::kernels::counts()
+        .map(|k| format!("; kernels compiled {}, loaded from the disk cache {}", k.compiled, k.cached))
+        .unwrap_or_default()
 }
 
 /// The id of the `O` tag (what the curriculum's windows keep whole around).

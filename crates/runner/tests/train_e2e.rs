@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 mod common;
 
-use common::{ok, seqlab, SMALL};
+use common::{ok, ok_both, seqlab, SMALL};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -187,7 +187,19 @@ fn same_seed_twice_gives_identical_metrics() {
     let work = tempfile::tempdir().unwrap();
     let (a, b) = (work.path().join("a"), work.path().join("b"));
     train("bilstm-crf.toml", &a, "7", "2", &[]);
-    train("bilstm-crf.toml", &b, "7", "2", &[]);
+    // The second run verbose: the same run, and each epoch's batch shapes.
+    let mut args = train_args("bilstm-crf.toml", &b, "7", "2", &[]);
+    args.retain(|a| a != "--quiet");
+    args.push("--verbose".into());
+    let (out, err) = ok_both(seqlab(&args));
+    let said = format!("{out}{err}");
+    assert!(said.contains("first batch done"), "{said}");
+    for epoch in 1..=2 {
+        let line =
+            said.lines().find(|l| l.starts_with(&format!("epoch {epoch}: "))).unwrap_or_else(|| panic!("{said}"));
+        assert!(line.contains("batch shapes over") && line.contains("(each padded to its longest)"), "{line}");
+        assert!(!line.contains("kernels"), "the CPU compiles no kernels: {line}");
+    }
     assert_eq!(metrics(&a), metrics(&b));
     // Word-level data: the shipped config's bigrams stay off, and say so.
     assert!(json(&a.join("vocab.json")).get("bigrams").is_none());

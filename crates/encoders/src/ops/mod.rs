@@ -135,6 +135,15 @@ pub trait SeqBackend: Backend {
         1
     }
 
+    /// Whether batches are padded up to a few fixed lengths
+    /// ([`corpus::batch::Batch::bucketed`]). Yes by default: a GPU backend
+    /// compiles kernels (and autotunes matrix products) for every new
+    /// tensor shape, so shapes had better repeat. No on the CPU backends,
+    /// which pay for padding and nothing for a new shape.
+    fn shape_buckets() -> bool {
+        true
+    }
+
     /// Dense multi-head attention (see [`dense_attention`]): `q [B, Lq,
     /// H·Dh]`, `k`/`v [B, Lk, H·Dh]`, `key_mask [B, Lk]` (1 at real keys),
     /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none) →
@@ -224,6 +233,10 @@ macro_rules! host_ops {
                 (sentences / 16).max(1)
             }
 
+            fn shape_buckets() -> bool {
+                false
+            }
+
             fn lstm_forward(xw: Tensor<Self, 4>, w: Tensor<Self, 3>, mask: Tensor<Self, 2>) -> lstm_scan::Saved<Self> {
                 lstm_scan::host::forward(xw, w, mask)
             }
@@ -294,6 +307,10 @@ fn p<B: Backend, const D: usize>(x: Tensor<B, D>) -> FloatTensor<B> {
 impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
     fn train_shards(sentences: usize) -> usize {
         B::train_shards(sentences)
+    }
+
+    fn shape_buckets() -> bool {
+        B::shape_buckets()
     }
 
     fn flash_attention(

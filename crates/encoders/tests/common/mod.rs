@@ -4,7 +4,11 @@
 
 use burn::prelude::*;
 use burn::tensor::TensorData;
-use encoders::{EncoderKind, QuestionMode, TaggerConfig};
+use corpus::batch::{Encoded, Example};
+use corpus::tags::Tag;
+use corpus::Scheme;
+use encoders::positional::Position;
+use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerConfig, TaggerShape};
 
 /// A left-aligned padding mask `[lengths.len(), l]`: true at the first
 /// `lengths[s]` positions of row `s`.
@@ -55,4 +59,93 @@ pub fn small_tagger(kind: EncoderKind, question: QuestionMode) -> TaggerConfig {
     cfg.encoder.attention.heads = 2;
     cfg.question = question;
     cfg
+}
+
+/// Two tagged sentences (3 and 2 tokens, tags of a one-type BIOES set) as
+/// plain examples, and as contexts of questions with every reading-cue
+/// class 1..=4 somewhere.
+pub fn two_sentences() -> (Vec<Example>, Vec<Example>) {
+    let data = vec![
+        Encoded {
+            words: vec![2, 3, 4],
+            chars: vec![vec![2], vec![3, 4], vec![5]],
+            caps: vec![2, 4, 3],
+            bigrams: vec![2, 3, 4],
+            tags: Some(vec![1, 3, 0]),
+        },
+        Encoded {
+            words: vec![5, 2],
+            chars: vec![vec![6, 2], vec![2]],
+            caps: vec![1, 2],
+            bigrams: vec![5, 1],
+            tags: Some(vec![4, 0]),
+        },
+    ];
+    let questions = [vec![3, 5], vec![4]];
+    let with_questions: Vec<Example> = data
+        .iter()
+        .zip(&questions)
+        .map(|(e, q)| Example::Asked {
+            context: e.clone(),
+            question: Encoded {
+                words: q.clone(),
+                chars: q.iter().map(|&w| vec![w]).collect(),
+                caps: vec![1; q.len()],
+                bigrams: Vec::new(),
+                tags: None,
+            },
+            cues: (0..e.words.len() * corpus::cues::CUES).map(|k| (k % 4 + 1) as u32).collect(),
+        })
+        .collect();
+    (data.into_iter().map(Example::Plain).collect(), with_questions)
+}
+
+/// Every kind of tagger the tests build, as (encoder, positions, decoder,
+/// question mode); see [`tagger_variant`].
+pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 8] = {
+    use QuestionMode::{Concat, Cross};
+    [
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
+        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, QuestionMode::None),
+        // With the character Transformer (the Learned-positions tagger).
+        (EncoderKind::Attention, Position::Learned, DecoderKind::Softmax, QuestionMode::None),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, Concat),
+        (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::Softmax, Concat),
+        (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Pointer, Concat),
+        (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::SpanCrf, Cross),
+    ]
+};
+
+/// One of [`TAGGERS`]: [`small_tagger`] with every feature on (capitals,
+/// bigrams, two BiLSTM layers; the character Transformer with learned
+/// positions; reading cues and the aligned question embedding for QA), no
+/// feature dropout.
+pub fn tagger_variant(
+    kind: EncoderKind,
+    position: Position,
+    decoder: DecoderKind,
+    question: QuestionMode,
+) -> TaggerConfig {
+    let mut cfg = small_tagger(kind, question);
+    cfg.features.caps_dim = 4;
+    cfg.features.bigram_dim = 3;
+    cfg.features.dropout = 0.0;
+    cfg.encoder.bilstm.layers = 2;
+    cfg.encoder.attention.position = position;
+    cfg.decoder = decoder;
+    if position == Position::Learned {
+        cfg.features.char_encoder = encoders::features::CharEncoder::Transformer;
+        cfg.features.char_heads = 2;
+    }
+    if question != QuestionMode::None {
+        cfg.features.cue_dim = 2;
+        cfg.features.aligned_dim = 8;
+    }
+    cfg
+}
+
+/// The vocabulary sizes of [`two_sentences`], with `tags`.
+pub fn variant_shape(tags: &[Tag]) -> TaggerShape<'_> {
+    TaggerShape { words: 6, chars: 7, bigrams: 6, tags, scheme: Scheme::Bioes, pretrained: None }
 }

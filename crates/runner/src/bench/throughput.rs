@@ -189,7 +189,7 @@ pub fn train<B: TrainBackend>(
     opts: &BenchOptions,
     device: &B::Device,
 ) -> Result<Timing> {
-    let batches = training_batches(prep, opts);
+    let batches: Vec<Batch> = training_batches(prep, opts).into_iter().map(encoders::input::shaped_for::<B>).collect();
     let warmup = opts.warmup.min(batches.len());
     let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);

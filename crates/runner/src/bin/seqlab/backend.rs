@@ -50,13 +50,22 @@ fn cache_compiled_kernels() {
     });
 }
 
-/// `config` with the compiled-kernel cache on, where it names none.
+/// `config` with the compiled-kernel cache on, where it names none, and
+/// matrix-product autotuning at its minimal level where it is at CubeCL's
+/// default ("balanced") and `CUBECL_AUTOTUNE_LEVEL` is unset: each
+/// candidate CubeCL tries is a kernel compiled for every new shape, which
+/// a first run pays for before its first batch (`CUBECL_AUTOTUNE_LEVEL=
+/// balanced`, or a `cubecl.toml`, brings it back).
 #[cfg(feature = "cuda")]
 fn with_kernel_cache(
     mut config: burn::cubecl::config::CubeClRuntimeConfig,
 ) -> burn::cubecl::config::CubeClRuntimeConfig {
+    use burn::cubecl::config::autotune::AutotuneLevel;
     if config.compilation.cache.is_none() {
         config.compilation.cache = Some(burn::cubecl::config::cache::CacheConfig::Target);
+    }
+    if matches!(config.autotune.level, AutotuneLevel::Balanced) && std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
+        config.autotune.level = AutotuneLevel::Minimal;
     }
     config
 }
@@ -67,9 +76,12 @@ mod tests {
     use burn::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig};
 
     #[test]
-    fn kernel_cache_is_on_by_default_and_a_named_location_wins() {
+    fn kernel_cache_and_minimal_autotuning_are_on_by_default_and_a_named_location_wins() {
         let on = with_kernel_cache(CubeClRuntimeConfig::default());
         assert!(matches!(on.compilation.cache, Some(CacheConfig::Target)));
+        if std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
+            assert!(matches!(on.autotune.level, burn::cubecl::config::autotune::AutotuneLevel::Minimal));
+        }
         let named: CubeClRuntimeConfig = toml::from_str("[compilation]\ncache = { file = \"/tmp/kernels\" }").unwrap();
         let kept = with_kernel_cache(named);
         assert!(matches!(kept.compilation.cache, Some(CacheConfig::File(p)) if p.ends_with("kernels")));

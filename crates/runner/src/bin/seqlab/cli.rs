@@ -249,6 +249,11 @@ pub struct TrainArgs {
     /// No progress bar or per-epoch lines.
     #[arg(long)]
     pub quiet: bool,
+    /// Also, per epoch, the distinct batch shapes and the share of padding,
+    /// and on a GPU the kernels compiled so far; and when the first batch
+    /// finished.
+    #[arg(long, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Continue the run in this folder from its newest intact checkpoint
     /// (written after every epoch), with its own config and seed.
     #[arg(long, value_name = "DIR", conflicts_with = "out")]

@@ -22,6 +22,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub fn train(args: TrainArgs) -> Result<()> {
+    let started = std::time::Instant::now();
+    if args.verbose && matches!(args.device, crate::cli::DeviceArg::Cuda) {
+        // The CPU backends compile no kernels: nothing to count there.
+        runner::kernels::install();
+    }
     let req = TrainRequest {
         config: args.config,
         set: args.set,
@@ -33,12 +38,14 @@ pub fn train(args: TrainArgs) -> Result<()> {
         out: args.out,
     };
     let launch = runner::launch::launch(req, args.quiet, &Console)?;
-    dispatch(args.device, TrainJob { launch, quiet: args.quiet })
+    dispatch(args.device, TrainJob { launch, quiet: args.quiet, verbose: args.verbose, started })
 }
 
 struct TrainJob {
     launch: Launch,
     quiet: bool,
+    verbose: bool,
+    started: std::time::Instant,
 }
 
 impl Job for TrainJob {
@@ -50,7 +57,15 @@ impl Job for TrainJob {
         if let Some(budget) = budget {
             runner::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, device_name, &Console)?;
         }
-        let opts = TrainOptions { out: &out, device_name, quiet: self.quiet, resume, reporter: &Console };
+        let opts = TrainOptions {
+            out: &out,
+            device_name,
+            quiet: self.quiet,
+            verbose: self.verbose,
+            started: self.started,
+            resume,
+            reporter: &Console,
+        };
         let s = runner::trainer::train::<B>(&cfg, &prep, &opts, &device)?;
         println!("{}", finished_line(&s, &out));
         Ok(())
