@@ -204,13 +204,55 @@ pub fn diagnose<B: SeqBackend>(
     Ok(acc.map(|a| a.finish()).unwrap_or_default())
 }
 
-/// The heads of `stats` flagged as collapsed, if half of them or more are.
+/// One layer's heads in summary: how many, how many collapsed, and the
+/// means of their diagnostics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayerSummary {
+    pub layer: usize,
+    pub heads: usize,
+    pub collapsed: usize,
+    pub entropy: f64,
+    pub boundary_share: f64,
+    pub distance: f64,
+    pub redundancy: f64,
+}
+
+/// The per-layer summaries of `stats`, in layer order.
+pub fn layer_summaries(stats: &[HeadStats]) -> Vec<LayerSummary> {
+    let mut layers: Vec<usize> = stats.iter().map(|s| s.layer).collect();
+    layers.dedup();
+    layers
+        .into_iter()
+        .map(|layer| {
+            let of: Vec<&HeadStats> = stats.iter().filter(|s| s.layer == layer).collect();
+            let mean = |f: fn(&HeadStats) -> f64| of.iter().map(|s| f(s)).sum::<f64>() / of.len() as f64;
+            LayerSummary {
+                layer,
+                heads: of.len(),
+                collapsed: of.iter().filter(|s| s.collapsed).count(),
+                entropy: mean(|s| s.entropy),
+                boundary_share: mean(|s| s.boundary_share),
+                distance: mean(|s| s.distance),
+                redundancy: mean(|s| s.redundancy),
+            }
+        })
+        .collect()
+}
+
+/// The heads of `stats` flagged as collapsed, if half of them or more are:
+/// how many, and in which layers.
 pub fn collapse_warning(stats: &[HeadStats]) -> Option<String> {
     let flagged = stats.iter().filter(|s| s.collapsed).count();
+    let per_layer: Vec<String> = layer_summaries(stats)
+        .iter()
+        .filter(|l| l.collapsed > 0)
+        .map(|l| format!("layer {}: {} of {}", l.layer, l.collapsed, l.heads))
+        .collect();
     (!stats.is_empty() && 2 * flagged >= stats.len()).then(|| {
         format!(
-            "{flagged} of {} attention heads look collapsed (boundary share > {BOUNDARY_LIMIT}, or entropy near 0 or 1); fewer, wider heads (a smaller model.encoder.attention.heads at the same d_model) often train better — see `seqlab heads`",
-            stats.len()
+            "{flagged} of {} attention heads look collapsed ({}; boundary share > {BOUNDARY_LIMIT}, or entropy near 0 or 1); fewer, wider heads (a smaller model.encoder.attention.heads at the same d_model) often train better — see `seqlab heads`",
+            stats.len(),
+            per_layer.join(", ")
         )
     })
 }
@@ -318,7 +360,15 @@ mod tests {
             collapsed,
             queries: 1,
         };
-        assert!(collapse_warning(&[mk(true), mk(false)]).is_some());
+        let w = collapse_warning(&[mk(true), mk(false)]).unwrap();
+        assert!(w.starts_with("1 of 2 attention heads look collapsed (layer 0: 1 of 2;"), "{w}");
+        let layered = |layer, collapsed| HeadStats { layer, ..mk(collapsed) };
+        let stats = [layered(0, true), layered(0, false), layered(1, true), layered(1, true)];
+        let w = collapse_warning(&stats).unwrap();
+        assert!(w.starts_with("3 of 4 attention heads look collapsed (layer 0: 1 of 2, layer 1: 2 of 2;"), "{w}");
+        let l = layer_summaries(&stats);
+        assert_eq!((l.len(), l[1].layer, l[1].heads, l[1].collapsed), (2, 1, 2, 2));
+        assert!((l[0].entropy - 0.5).abs() < 1e-12 && (l[0].boundary_share - 0.1).abs() < 1e-12);
         assert!(collapse_warning(&[mk(true), mk(false), mk(false)]).is_none());
         assert!(collapse_warning(&[]).is_none());
     }

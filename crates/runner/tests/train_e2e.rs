@@ -270,9 +270,18 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         "--out",
         heads_out.to_str().unwrap(),
     ]));
-    let heads: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let report: serde_json::Value = serde_json::from_str(&lines).unwrap();
+    let heads = report["heads"].as_array().unwrap();
     assert_eq!(heads.len(), 8);
-    for h in &heads {
+    let layers = report["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 2, "{report}");
+    for (l, layer) in layers.iter().enumerate() {
+        assert_eq!((layer["layer"].as_u64(), layer["heads"].as_u64()), (Some(l as u64), Some(4)), "{layer}");
+        let of_layer: Vec<&serde_json::Value> = heads.iter().filter(|h| h["layer"] == layer["layer"]).collect();
+        let mean = of_layer.iter().map(|h| h["entropy"].as_f64().unwrap()).sum::<f64>() / 4.0;
+        assert!((layer["entropy"].as_f64().unwrap() - mean).abs() < 1e-9, "{layer}");
+    }
+    for h in heads {
         for k in ["entropy", "boundary_share", "redundancy"] {
             let v = h[k].as_f64().unwrap();
             assert!((0.0..=1.0).contains(&v), "{k} = {v}: {h}");
@@ -421,8 +430,9 @@ fn heads_sweep_report_groups_runs_by_head_count() {
     assert_eq!(md, std::fs::read_to_string(&out).unwrap());
     let row =
         |prefix: &str| md.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} row:\n{md}"));
-    assert!(row("| 1 × 32 | 2 |").contains(" of 2 |"), "{md}");
-    assert!(row("| 2 × 16 | 1 |").contains("[h2](pics/h2/index.html)"), "{md}");
+    // Whole training set, attention dropout 0.1 (the config's), heads × head_dim.
+    assert!(row("| all | 1 × 32 | 0.1 | 2 |").contains(" of 2 |"), "{md}");
+    assert!(row("| all | 2 × 16 | 0.1 | 1 |").contains("[h2](pics/h2/index.html)"), "{md}");
 }
 
 #[test]

@@ -273,9 +273,12 @@ impl Job for HeadsJob {
         let stats = analysis::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device)?;
         analysis::write_heads_csv(&self.out, &stats)?;
         if self.json {
-            for h in &stats {
-                println!("{}", serde_json::to_string(h)?);
-            }
+            let report = serde_json::json!({
+                "sentences": self.split.len(),
+                "heads": stats,
+                "layers": analysis::layer_summaries(&stats),
+            });
+            println!("{}", serde_json::to_string(&report)?);
         } else {
             print!("{}", analysis::table(&stats));
             println!("{} sentences; wrote {}", self.split.len(), self.out.display());
