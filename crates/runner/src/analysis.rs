@@ -4,6 +4,15 @@
 //! reaches, and how much the head duplicates another one. Heads that put
 //! most of their attention on boundaries, or whose attention is one-hot or
 //! uniform, are flagged as collapsed.
+//!
+//! A QA reader's attention on its question is diagnosed too, as layers of
+//! their own: a cross reader's cross-attention (`attention = "cross"`),
+//! and a concat reader's question block of its joint self-attention
+//! (`"question"`: each context token's attention on the question's tokens
+//! and the separator, renormalised to sum to 1). There the boundaries are
+//! the question's first and last token, punctuation and the separator,
+//! and a distance means nothing (NaN). A concat reader's self-attention
+//! layers are its context block, renormalised likewise.
 
 use crate::infer::{self, Request, Windows};
 use anyhow::Result;
@@ -42,6 +51,10 @@ pub struct HeadStats {
     pub collapsed: bool,
     /// Query tokens averaged over.
     pub queries: usize,
+    /// Which attention: `self` (over the sentence or context), `cross` (a
+    /// cross reader's, on the question) or `question` (a concat reader's
+    /// question block).
+    pub attention: &'static str,
 }
 
 /// True for tokens that are punctuation or separators (ASCII and CJK
@@ -66,6 +79,8 @@ pub struct HeadAccumulator {
     /// Query rows counted for the boundary share.
     boundary_rows: Vec<usize>,
     rows: Vec<usize>,
+    /// What [`HeadStats::attention`] says.
+    attention: &'static str,
 }
 
 fn entropy(p: &[f64]) -> f64 {
@@ -82,9 +97,16 @@ fn js_divergence(p: &[f64], q: &[f64]) -> f64 {
 }
 
 impl HeadAccumulator {
+    /// For the self-attention of `layers` layers of `heads` heads.
     pub fn new(layers: usize, heads: usize) -> Self {
+        Self::of("self", layers, heads)
+    }
+
+    /// For attention of the kind `attention` names (see [`HeadStats::attention`]).
+    pub fn of(attention: &'static str, layers: usize, heads: usize) -> Self {
         let n = layers * heads;
         HeadAccumulator {
+            attention,
             layers,
             heads,
             entropy: vec![0.0; n],
@@ -102,12 +124,21 @@ impl HeadAccumulator {
     /// columns are real; `boundary[j]` marks boundary tokens other than the
     /// first and last, which always count.
     pub fn add(&mut self, layer: usize, weights: &[f32], lp: usize, boundary: &[bool]) {
+        self.add_block(layer, weights, [boundary.len(), lp, lp], boundary);
+    }
+
+    /// Adds one sentence of one layer: `weights` holds `[H, rp, cp]` of
+    /// which the first `rows` rows and `boundary.len()` columns are real
+    /// (`[rows, rp, cp]` = `shape`); `boundary` marks the columns' boundary
+    /// tokens as in [`Self::add`].
+    pub fn add_block(&mut self, layer: usize, weights: &[f32], shape: [usize; 3], boundary: &[bool]) {
+        let [rows, rp, cp] = shape;
         let len = boundary.len();
         if len == 0 {
             return;
         }
         let row = |h: usize, i: usize| -> Vec<f64> {
-            let at = (h * lp + i) * lp;
+            let at = (h * rp + i) * cp;
             let r: Vec<f64> = weights[at..at + len].iter().map(|&x| x.max(0.0) as f64).collect();
             let s: f64 = r.iter().sum();
             if s > 0.0 {
@@ -117,7 +148,7 @@ impl HeadAccumulator {
             }
         };
         let is_boundary = |j: usize| j == 0 || j + 1 == len || boundary[j];
-        for i in 0..len {
+        for i in 0..rows {
             let rows: Vec<Vec<f64>> = (0..self.heads).map(|h| row(h, i)).collect();
             for (h, p) in rows.iter().enumerate() {
                 let k = layer * self.heads + h;
@@ -159,12 +190,13 @@ impl HeadAccumulator {
                     head,
                     entropy,
                     boundary_share,
-                    distance: self.distance[k] / n,
+                    distance: if self.attention == "self" { self.distance[k] / n } else { f64::NAN },
                     redundancy: if redundancy.is_finite() { redundancy } else { 1.0 },
                     collapsed: boundary_share > BOUNDARY_LIMIT
                         || entropy <= ENTROPY_MARGIN
                         || entropy >= 1.0 - ENTROPY_MARGIN,
                     queries: self.rows[k],
+                    attention: self.attention,
                 });
             }
         }
@@ -188,26 +220,40 @@ pub fn diagnose<B: SeqBackend>(
     device: &B::Device,
 ) -> Result<Vec<HeadStats>> {
     let kept: Vec<usize> = (0..data.len()).filter(|&i| data[i].len() <= MAX_LEN).collect();
-    let mut acc: Option<HeadAccumulator> = None;
+    let (mut acc, mut on_question): (Option<HeadAccumulator>, Option<HeadAccumulator>) = (None, None);
     let request = Request::tagging(Windows::NONE).with_attention();
     for ids in kept.chunks(CHUNK) {
         let chunk: Vec<Example> = ids.iter().map(|&i| data[i].clone()).collect();
         for (&i, tagged) in ids.iter().zip(infer::tag(model, vocabs, &chunk, &request, device)?.tagged) {
             let Some(a) = tagged.attention else { continue };
-            let acc = acc.get_or_insert_with(|| HeadAccumulator::new(model.attention_layers(), a.heads));
+            let acc = acc.get_or_insert_with(|| HeadAccumulator::new(a.layers.len(), a.heads));
             let boundary: Vec<bool> = sentences[i].tokens.iter().map(|t| is_boundary_token(t)).collect();
             for (layer, w) in a.layers.iter().enumerate() {
                 acc.add(layer, w, a.len, &boundary[..a.len.min(boundary.len())]);
             }
+            let (Some(q), Example::Asked { question, .. }) = (&a.question, &data[i]) else { continue };
+            let kind = if q.joint { "question" } else { "cross" };
+            let acc = on_question.get_or_insert_with(|| HeadAccumulator::of(kind, q.layers.len(), a.heads));
+            // The question's words are ids here: its punctuation by the vocabulary's spelling.
+            let mut boundary: Vec<bool> =
+                question.words.iter().map(|&w| is_boundary_token(vocabs.words.item(w))).collect();
+            boundary.truncate(q.len);
+            boundary.resize(q.columns(), true); // a concat reader's separator
+            for (layer, w) in q.layers.iter().enumerate() {
+                acc.add_block(layer, w, [a.len, a.len, q.columns()], &boundary);
+            }
         }
     }
-    Ok(acc.map(|a| a.finish()).unwrap_or_default())
+    let mut stats = acc.map(|a| a.finish()).unwrap_or_default();
+    stats.extend(on_question.map(|a| a.finish()).unwrap_or_default());
+    Ok(stats)
 }
 
 /// One layer's heads in summary: how many, how many collapsed, and the
 /// means of their diagnostics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayerSummary {
+    pub attention: &'static str,
     pub layer: usize,
     pub heads: usize,
     pub collapsed: usize,
@@ -219,14 +265,15 @@ pub struct LayerSummary {
 
 /// The per-layer summaries of `stats`, in layer order.
 pub fn layer_summaries(stats: &[HeadStats]) -> Vec<LayerSummary> {
-    let mut layers: Vec<usize> = stats.iter().map(|s| s.layer).collect();
+    let mut layers: Vec<(&'static str, usize)> = stats.iter().map(|s| (s.attention, s.layer)).collect();
     layers.dedup();
     layers
         .into_iter()
-        .map(|layer| {
-            let of: Vec<&HeadStats> = stats.iter().filter(|s| s.layer == layer).collect();
+        .map(|(attention, layer)| {
+            let of: Vec<&HeadStats> = stats.iter().filter(|s| (s.attention, s.layer) == (attention, layer)).collect();
             let mean = |f: fn(&HeadStats) -> f64| of.iter().map(|s| f(s)).sum::<f64>() / of.len() as f64;
             LayerSummary {
+                attention,
                 layer,
                 heads: of.len(),
                 collapsed: of.iter().filter(|s| s.collapsed).count(),
@@ -246,7 +293,10 @@ pub fn collapse_warning(stats: &[HeadStats]) -> Option<String> {
     let per_layer: Vec<String> = layer_summaries(stats)
         .iter()
         .filter(|l| l.collapsed > 0)
-        .map(|l| format!("layer {}: {} of {}", l.layer, l.collapsed, l.heads))
+        .map(|l| {
+            let kind = if l.attention == "self" { String::new() } else { format!("{} ", l.attention) };
+            format!("{kind}layer {}: {} of {}", l.layer, l.collapsed, l.heads)
+        })
         .collect();
     (!stats.is_empty() && 2 * flagged >= stats.len()).then(|| {
         format!(
@@ -260,12 +310,13 @@ pub fn collapse_warning(stats: &[HeadStats]) -> Option<String> {
 /// The table `seqlab heads` prints.
 pub fn table(stats: &[HeadStats]) -> String {
     let mut s = format!(
-        "{:>5} {:>4} {:>8} {:>9} {:>9} {:>10}  {}\n",
-        "layer", "head", "entropy", "boundary", "distance", "redundancy", "flag"
+        "{:>9} {:>5} {:>4} {:>8} {:>9} {:>9} {:>10}  {}\n",
+        "attention", "layer", "head", "entropy", "boundary", "distance", "redundancy", "flag"
     );
     for h in stats {
         s += &format!(
-            "{:>5} {:>4} {:>8.3} {:>9.3} {:>9.2} {:>10.3}  {}\n",
+            "{:>9} {:>5} {:>4} {:>8.3} {:>9.3} {:>9.2} {:>10.3}  {}\n",
+            h.attention,
             h.layer,
             h.head,
             h.entropy,
@@ -348,6 +399,32 @@ mod tests {
         assert!(!is_boundary_token("Paris") && !is_boundary_token("人工智能") && !is_boundary_token("U.S."));
     }
 
+    /// Attention on a question: rows are context tokens, columns question
+    /// tokens; its last token (say "?") is a boundary.
+    #[test]
+    fn attention_on_the_question_is_diagnosed_by_its_columns() {
+        // 3 context rows padded to 4, 5 question columns; head 0 all on the
+        // last column, head 1 uniform over the 5.
+        let (rows, rp, cp, heads) = (3, 4, 5, 2);
+        let mut w = vec![0.0f32; heads * rp * cp];
+        for i in 0..rows {
+            w[i * cp + cp - 1] = 1.0;
+            for j in 0..cp {
+                w[(rp + i) * cp + j] = 0.2;
+            }
+        }
+        let mut acc = HeadAccumulator::of("cross", 1, heads);
+        acc.add_block(0, &w, [rows, rp, cp], &[false; 5]);
+        let s = acc.finish();
+        assert_eq!((s[0].attention, s[0].queries), ("cross", 3));
+        assert!((s[0].boundary_share - 1.0).abs() < 1e-12 && s[0].collapsed && s[0].distance.is_nan(), "{:?}", s[0]);
+        assert!((s[1].boundary_share - 0.4).abs() < 1e-9 && (s[1].entropy - 1.0).abs() < 1e-9, "{:?}", s[1]);
+        let l = layer_summaries(&s);
+        assert_eq!((l[0].attention, l[0].heads, l[0].collapsed), ("cross", 2, 2));
+        let w = collapse_warning(&s).unwrap();
+        assert!(w.starts_with("2 of 2 attention heads look collapsed (cross layer 0: 2 of 2;"), "{w}");
+    }
+
     #[test]
     fn warning_when_half_collapse() {
         let mk = |collapsed| HeadStats {
@@ -359,6 +436,7 @@ mod tests {
             redundancy: 0.5,
             collapsed,
             queries: 1,
+            attention: "self",
         };
         let w = collapse_warning(&[mk(true), mk(false)]).unwrap();
         assert!(w.starts_with("1 of 2 attention heads look collapsed (layer 0: 1 of 2;"), "{w}");

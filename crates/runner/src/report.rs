@@ -70,7 +70,7 @@ pub fn finish<B: SeqBackend>(
         qa,
     };
     rundir::write_json(&out.join(rundir::SUMMARY), &summary)?;
-    head_diagnostics(cfg, prep, &best, out, reporter, device);
+    head_diagnostics(prep, &best, out, reporter, device);
     Ok(summary)
 }
 
@@ -109,19 +109,17 @@ fn score_split<B: SeqBackend>(
 }
 
 /// Head diagnostics on dev: heads.csv, and a warning when half the heads
-/// collapsed (not for question [SEP] context: its attention spans the
-/// question too). Best effort: a failure is a warning.
+/// collapsed (a QA reader's attention on its question included). Best
+/// effort: a failure is a warning.
 fn head_diagnostics<B: SeqBackend>(
-    cfg: &RunConfig,
     prep: &Prepared,
     best: &Tagger<B>,
     out: &Path,
     reporter: &dyn Reporter,
     device: &B::Device,
 ) {
-    let joint = cfg.model.question == encoders::QuestionMode::Concat;
     let Some(dev) = prep.split(SplitName::Dev) else { return };
-    if best.attention_layers() == 0 || joint {
+    if best.attention_layers() == 0 {
         return;
     }
     let stats = match crate::analysis::diagnose(best, &prep.vocabs, &dev.sentences, &dev.encoded, device) {

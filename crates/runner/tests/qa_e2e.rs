@@ -187,6 +187,13 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         let question = std::fs::read_to_string(pictures.join("layer1-question.svg")).unwrap();
         let concat = config == "qa-concat-self.toml";
         assert!(html.contains(if concat { "(concatenated)" } else { "(cross-attention)" }), "{config}: {html}");
+        // Head diagnostics cover the attention on the question too.
+        let heads = std::fs::read_to_string(run.join("heads.csv")).unwrap();
+        let on_question = if concat { ",question" } else { ",cross" };
+        assert!(
+            heads.lines().any(|l| l.ends_with(",self")) && heads.lines().any(|l| l.ends_with(on_question)),
+            "{config}: {heads}"
+        );
         assert!(question.contains("[SEP]") == concat && question.contains("question columns"), "{config}");
         assert_eq!(pictures.join("layer1-question-share.svg").is_file(), concat, "{config}");
         // Sentences are not questions: a clear refusal.

@@ -237,12 +237,6 @@ fn check_attention_run(run: &LoadedRun, dir: &Path, missing: &str) -> Result<()>
 pub fn heads(args: HeadsArgs) -> Result<()> {
     let run = LoadedRun::load(&args.run)?;
     check_attention_run(&run, &args.run, "has no attention heads")?;
-    if run.cfg.model.question == encoders::QuestionMode::Concat {
-        anyhow::bail!(
-            "{}: its heads spread their attention over question [SEP] context, and heads diagnoses heads over one sequence; `seqlab visualize` draws where the context looks on the question, `seqlab qa attention` gives the shares",
-            args.run.display()
-        );
-    }
     let split = run.split_with_answers(args.data.as_deref(), args.split)?;
     // Training writes the dev split's heads.csv; other splits get their own file.
     let name = match args.split {
