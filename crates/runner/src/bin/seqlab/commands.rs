@@ -277,7 +277,10 @@ impl Job for HeadsJob {
             print!("{}", analysis::table(&stats));
             println!("{} sentences; wrote {}", self.split.len(), self.out.display());
         }
-        if let Some(w) = analysis::collapse_warning(&stats) {
+        if let Some(w) = analysis::collapse_warning(
+            &stats,
+            (self.run.cfg.data.train_sentences > 0).then_some(self.run.cfg.data.train_sentences),
+        ) {
             eprintln!("warning: {w}");
         }
         Ok(())
