@@ -332,6 +332,12 @@ pub fn bucket(n: usize) -> usize {
     }
 }
 
+/// Row-major rows of `from` values each, every row filled up to `to`
+/// values with `fill`.
+fn widen_rows<T: Copy>(x: &[T], from: usize, to: usize, fill: T) -> Vec<T> {
+    x.chunks(from.max(1)).flat_map(|row| row.iter().copied().chain((from..to).map(move |_| fill))).collect()
+}
+
 impl PaddedBatch {
     /// The batch padded further, to `len` positions of `word_len`
     /// characters (each at least the batch's own): the same sentences,
@@ -340,11 +346,7 @@ impl PaddedBatch {
         let (len, word_len) = (len.max(self.len), word_len.max(self.word_len));
         let (old_len, old_wl) = (self.len, self.word_len);
         let pad = PAD_ID as i64;
-        let rows = |x: &[i64], fill: i64| -> Vec<i64> {
-            x.chunks(old_len.max(1))
-                .flat_map(|row| row.iter().copied().chain((old_len..len).map(move |_| fill)))
-                .collect()
-        };
+        let rows = |x: &[i64], fill: i64| widen_rows(x, old_len, len, fill);
         let mut chars = vec![pad; self.batch * len * word_len];
         for b in 0..self.batch {
             for t in 0..old_len {
@@ -364,11 +366,7 @@ impl PaddedBatch {
             bigrams: rows(&self.bigrams, pad),
             chars,
             tags: self.tags.as_deref().map(|t| rows(t, 0)),
-            mask: self
-                .mask
-                .chunks(old_len.max(1))
-                .flat_map(|row| row.iter().copied().chain((old_len..len).map(|_| false)))
-                .collect(),
+            mask: widen_rows(&self.mask, old_len, len, false),
         }
     }
 
@@ -495,9 +493,7 @@ impl Batch {
             Batch::Plain(b) => Batch::Plain(widen(b)),
             Batch::Asked { context: old, question, cues } => {
                 let context = widen(old);
-                let (from, to) = (old.len * CUES, context.len * CUES);
-                let cues =
-                    cues.chunks(from.max(1)).flat_map(|row| row.iter().copied().chain((from..to).map(|_| 0))).collect();
+                let cues = widen_rows(cues, old.len * CUES, context.len * CUES, 0);
                 Batch::Asked { context, question: widen(question), cues }
             }
         }

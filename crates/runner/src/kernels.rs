@@ -37,11 +37,6 @@ impl BatchShapes {
         self.padded += c.batch * c.len;
     }
 
-    /// Batches added.
-    pub fn batches(&self) -> usize {
-        self.batches
-    }
-
     /// Distinct shapes.
     pub fn len(&self) -> usize {
         self.shapes.len()

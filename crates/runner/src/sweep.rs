@@ -155,7 +155,7 @@ boundary share and entropy are the means over heads (`seqlab heads`, on dev).\n"
         let _ = writeln!(
             md,
             "| {} | {heads} × {} | {dropout} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} of {} | {:.3} | {:.3} | {picture} |",
-            if *size == usize::MAX { "all".to_string() } else { size.to_string() },
+            size_label(*size),
             g[0].head_dim,
             g.len(),
             pm(g.iter().map(|r| r.dev_f1).collect()),
@@ -173,12 +173,20 @@ boundary share and entropy are the means over heads (`seqlab heads`, on dev).\n"
     Ok(md)
 }
 
+/// A [`Setting`]'s training sentences as written: `all` for the whole set.
+fn size_label(size: usize) -> String {
+    if size == usize::MAX {
+        "all".to_string()
+    } else {
+        size.to_string()
+    }
+}
+
 /// A link to a setting's pictures under `pictures`: `n<N>-h<H>-d<D>/`
 /// (N training sentences or `all`), else `h<H>/` (a sweep of head counts
 /// only), when it holds an `index.html`.
 fn picture_link(pictures: Option<&Path>, out: &Path, (size, heads, dropout): &Setting) -> String {
-    let size = if *size == usize::MAX { "all".to_string() } else { size.to_string() };
-    let names = [format!("n{size}-h{heads}-d{dropout}"), format!("h{heads}")];
+    let names = [format!("n{}-h{heads}-d{dropout}", size_label(*size)), format!("h{heads}")];
     names
         .iter()
         .filter_map(|name| pictures.map(|p| (name, p.join(name).join("index.html"))))
