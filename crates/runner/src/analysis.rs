@@ -300,8 +300,10 @@ pub struct SweepFinding {
 }
 
 /// The sweep's cells so far (see [`SweepFinding`]).
-pub const SWEEP_FINDINGS: &[SweepFinding] =
-    &[SweepFinding { sentences: 300, collapsed_8x64: 0.3, epoch_95: [8.0, 9.3], test_f1: [0.8509, 0.8436] }];
+pub const SWEEP_FINDINGS: &[SweepFinding] = &[
+    SweepFinding { sentences: 300, collapsed_8x64: 0.3, epoch_95: [8.0, 9.3], test_f1: [0.8509, 0.8436] },
+    SweepFinding { sentences: 1000, collapsed_8x64: 0.0, epoch_95: [5.0, 5.0], test_f1: [0.8947, 0.8952] },
+];
 
 /// What the sweep measured nearest to `sentences` training sentences (by
 /// ratio; the smallest measured size when unknown).
@@ -481,7 +483,11 @@ mod tests {
         let stats = [layered(0, true), layered(0, false), layered(1, true), layered(1, true)];
         let w = collapse_warning(&stats, Some(5000)).unwrap();
         assert!(w.starts_with("3 of 4 attention heads look collapsed (layer 0: 1 of 2, layer 1: 2 of 2;"), "{w}");
-        // The sweep's measurement nearest in size: 300 sentences is the only one so far.
+        // The sweep's measurement nearest in size (by ratio): 5,000 sentences
+        // is nearer 1,000 than 300, and 500 nearer 300 than 1,000.
+        assert!(w.contains("with 1000 training sentences") && w.contains("collapsed 0.0 of 16"), "{w}");
+        assert!(w.contains("at epoch 5.0, 8 × 64 at 5.0)") && w.contains("test F1 0.8952 against 0.8947"), "{w}");
+        let w = collapse_warning(&stats, Some(500)).unwrap();
         assert!(w.contains("with 300 training sentences") && w.contains("collapsed 0.3 of 16"), "{w}");
         assert!(
             w.contains("4 × 128 did not converge faster (95 % of its best dev F1 at epoch 9.3, 8 × 64 at 8.0)"),
