@@ -75,13 +75,15 @@ qa-experiments DATA=squad: (_qa DATA)
 # size in SIZES (sentences, a subset fixed by the seed; 0 = all) × seed in
 # SEEDS, to convergence (early stopping); then one set of attention pictures per
 # setting (seed 1, test sentence $SENTENCE, default 0, focus on token $FOCUS,
-# default the first) under experiments/heads-sweep/, and the table in OUT.
-# The issue-25 grid on Resume NER (little data):
+# default the first) under experiments/heads-sweep{NAME}/, and the table in OUT.
+# Runs go to experiments/runs/heads-sweep/d{D_MODEL}{NAME}/; NAME keeps
+# another dataset's sweep apart. The issue-25 grids (little data):
 #   just sweep-heads ../shared/datasets/resume-ner 512 "8 4 2" "0 0.1" "300 1000 0"
-sweep-heads DATA=toy D_MODEL="256" HEADS="1 2 4 8" DROPOUTS="0.1" SIZES="0" SEEDS="1 2 3" OUT="experiments/heads-sweep.md" *ARGS: (_data DATA)
-    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} --seed $s --set data.train_sentences=$n --set model.encoder.attention.d_model={{D_MODEL}} --set model.encoder.attention.heads=$h --set model.encoder.attention.attention_dropout=$d --out experiments/runs/heads-sweep/d{{D_MODEL}}/n$n-h$h-d$d-s$s --quiet {{ARGS}}; done; done; done; done
-    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do l=$([ $n = 0 ] && echo all || echo $n); {{seqlab}} visualize --run experiments/runs/heads-sweep/d{{D_MODEL}}/n$n-h$h-d$d-s1 --sentence {{env_var_or_default("SENTENCE", "0")}} --focus {{env_var_or_default("FOCUS", "0")}} --out experiments/heads-sweep/n$l-h$h-d$d; done; done; done
-    {{seqlab}} heads-sweep $(for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do echo experiments/runs/heads-sweep/d{{D_MODEL}}/n$n-h$h-d$d-s$s; done; done; done; done) --pictures experiments/heads-sweep --out {{OUT}}
+#   just sweep-heads ../shared/datasets/conll2003 512 "8 4 2" "0 0.1" 1000 "1 2 3" experiments/heads-sweep-conll-d512.md -conll
+sweep-heads DATA=toy D_MODEL="256" HEADS="1 2 4 8" DROPOUTS="0.1" SIZES="0" SEEDS="1 2 3" OUT="experiments/heads-sweep.md" NAME="" *ARGS: (_data DATA)
+    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} --seed $s --set data.train_sentences=$n --set model.encoder.attention.d_model={{D_MODEL}} --set model.encoder.attention.heads=$h --set model.encoder.attention.attention_dropout=$d --out experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s$s --quiet {{ARGS}}; done; done; done; done
+    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do l=$([ $n = 0 ] && echo all || echo $n); {{seqlab}} visualize --run experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s1 --sentence {{env_var_or_default("SENTENCE", "0")}} --focus {{env_var_or_default("FOCUS", "0")}} --out experiments/heads-sweep{{NAME}}/n$l-h$h-d$d; done; done; done
+    {{seqlab}} heads-sweep $(for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do echo experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s$s; done; done; done; done) --pictures experiments/heads-sweep{{NAME}} --out {{OUT}}
 
 # Compare every run under experiments/runs (writes experiments/comparison.{md,csv}, dev-f1.svg).
 compare *RUNS:

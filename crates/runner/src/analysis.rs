@@ -17,7 +17,7 @@
 use crate::infer::{self, Request, Windows};
 use anyhow::Result;
 use corpus::Example;
-use corpus::{Sentence, Vocabs};
+use corpus::{Sentence, Tokenization, Vocabs};
 use encoders::ops::SeqBackend;
 use encoders::Tagger;
 use serde::Serialize;
@@ -286,10 +286,15 @@ pub fn layer_summaries(stats: &[HeadStats]) -> Vec<LayerSummary> {
         .collect()
 }
 
-/// What the head sweep measured at one training-set size
-/// (`experiments/heads-sweep-d512.md`: Resume NER, the attention-CRF at
-/// d_model 512, no attention dropout, 3 seeds a cell): means over seeds.
+/// What the head sweep measured on one dataset at one training-set size
+/// (`experiments/heads-sweep-d512.md` for Resume NER,
+/// `experiments/heads-sweep-conll-d512.md` for CoNLL-2003: the
+/// attention-CRF at d_model 512, no attention dropout, 3 seeds a cell):
+/// means over seeds.
 pub struct SweepFinding {
+    pub dataset: &'static str,
+    /// Characters (Resume NER) or words (CoNLL-2003).
+    pub tokens: Tokenization,
     pub sentences: usize,
     /// Heads flagged as collapsed with 8 × 64 heads, of 16.
     pub collapsed_8x64: f64,
@@ -297,19 +302,56 @@ pub struct SweepFinding {
     pub epoch_95: [f64; 2],
     /// Test F1: 8 × 64, then 4 × 128.
     pub test_f1: [f64; 2],
+    /// Where the cells are.
+    pub table: &'static str,
 }
+
+const RESUME: (&str, Tokenization, &str) = ("Resume NER", Tokenization::Chars, "experiments/heads-sweep-d512.md");
 
 /// The sweep's cells so far (see [`SweepFinding`]).
 pub const SWEEP_FINDINGS: &[SweepFinding] = &[
-    SweepFinding { sentences: 300, collapsed_8x64: 0.3, epoch_95: [8.0, 9.3], test_f1: [0.8509, 0.8436] },
-    SweepFinding { sentences: 1000, collapsed_8x64: 0.0, epoch_95: [5.0, 5.0], test_f1: [0.8947, 0.8952] },
+    SweepFinding {
+        dataset: RESUME.0,
+        tokens: RESUME.1,
+        sentences: 300,
+        collapsed_8x64: 0.3,
+        epoch_95: [8.0, 9.3],
+        test_f1: [0.8509, 0.8436],
+        table: RESUME.2,
+    },
+    SweepFinding {
+        dataset: RESUME.0,
+        tokens: RESUME.1,
+        sentences: 1000,
+        collapsed_8x64: 0.0,
+        epoch_95: [5.0, 5.0],
+        test_f1: [0.8947, 0.8952],
+        table: RESUME.2,
+    },
+    SweepFinding {
+        dataset: "CoNLL-2003",
+        tokens: Tokenization::Words,
+        sentences: 1000,
+        collapsed_8x64: 0.0,
+        epoch_95: [11.3, 11.7],
+        test_f1: [0.6250, 0.6317],
+        table: "experiments/heads-sweep-conll-d512.md",
+    },
 ];
 
-/// What the sweep measured nearest to `sentences` training sentences (by
-/// ratio; the smallest measured size when unknown).
-pub fn measured_advice(sentences: Option<usize>) -> Option<String> {
-    let distance = |f: &SweepFinding| sentences.map_or(0.0, |n| (n.max(1) as f64 / f.sentences as f64).ln().abs());
-    let f = SWEEP_FINDINGS.iter().min_by(|a, b| distance(a).total_cmp(&distance(b)))?;
+/// What the sweep measured nearest to a run trained on `sentences`
+/// sentences of `tokens` (on data of the same kind when the sweep has
+/// some, then nearest in size by ratio; the smallest measured size when
+/// the size is unknown).
+pub fn measured_advice(sentences: Option<usize>, tokens: Tokenization) -> Option<String> {
+    let distance = |f: &SweepFinding| {
+        let size = sentences.map_or(0.0, |n| (n.max(1) as f64 / f.sentences as f64).ln().abs());
+        (f.tokens != tokens, size)
+    };
+    let f = SWEEP_FINDINGS.iter().min_by(|a, b| {
+        let (da, db) = (distance(a), distance(b));
+        da.0.cmp(&db.0).then(da.1.total_cmp(&db.1))
+    })?;
     let [e8, e4] = f.epoch_95;
     let [f8, f4] = f.test_f1;
     let faster = if e4 < e8 {
@@ -318,15 +360,16 @@ pub fn measured_advice(sentences: Option<usize>) -> Option<String> {
         format!("4 × 128 did not converge faster (95 % of its best dev F1 at epoch {e4:.1}, 8 × 64 at {e8:.1})")
     };
     Some(format!(
-        "the head sweep measured, with {} training sentences (Resume NER, d_model 512, 3 seeds): 8 × 64 heads collapsed {:.1} of 16 on average, {faster}, test F1 {f4:.4} against {f8:.4} (experiments/heads-sweep-d512.md)",
-        f.sentences, f.collapsed_8x64
+        "the head sweep measured, with {} training sentences ({}, d_model 512, 3 seeds): 8 × 64 heads collapsed {:.1} of 16 on average, {faster}, test F1 {f4:.4} against {f8:.4} ({})",
+        f.sentences, f.dataset, f.collapsed_8x64, f.table
     ))
 }
 
 /// The heads of `stats` flagged as collapsed, if half of them or more are:
 /// how many, in which layers, and what the head sweep measured on data of
-/// the nearest size to the `sentences` the model was trained on.
-pub fn collapse_warning(stats: &[HeadStats], sentences: Option<usize>) -> Option<String> {
+/// the kind (`tokens`) and nearest size to the `sentences` the
+/// model was trained on.
+pub fn collapse_warning(stats: &[HeadStats], sentences: Option<usize>, tokens: Tokenization) -> Option<String> {
     let flagged = stats.iter().filter(|s| s.collapsed).count();
     let per_layer: Vec<String> = layer_summaries(stats)
         .iter()
@@ -337,7 +380,7 @@ pub fn collapse_warning(stats: &[HeadStats], sentences: Option<usize>) -> Option
         })
         .collect();
     (!stats.is_empty() && 2 * flagged >= stats.len()).then(|| {
-        let advice = measured_advice(sentences).map(|a| format!("; {a}")).unwrap_or_default();
+        let advice = measured_advice(sentences, tokens).map(|a| format!("; {a}")).unwrap_or_default();
         format!(
             "{flagged} of {} attention heads look collapsed ({}; boundary share > {BOUNDARY_LIMIT}, or entropy near 0 or 1) — see `seqlab heads`; fewer, wider heads (a smaller model.encoder.attention.heads at the same d_model) and attention dropout are the usual remedies{advice}",
             stats.len(),
@@ -460,7 +503,7 @@ mod tests {
         assert!((s[1].boundary_share - 0.4).abs() < 1e-9 && (s[1].entropy - 1.0).abs() < 1e-9, "{:?}", s[1]);
         let l = layer_summaries(&s);
         assert_eq!((l[0].attention, l[0].heads, l[0].collapsed), ("cross", 2, 2));
-        let w = collapse_warning(&s, Some(300)).unwrap();
+        let w = collapse_warning(&s, Some(300), Tokenization::Chars).unwrap();
         assert!(w.starts_with("2 of 2 attention heads look collapsed (cross layer 0: 2 of 2;"), "{w}");
     }
 
@@ -477,26 +520,38 @@ mod tests {
             queries: 1,
             attention: "self",
         };
-        let w = collapse_warning(&[mk(true), mk(false)], None).unwrap();
+        let w = collapse_warning(&[mk(true), mk(false)], None, Tokenization::Chars).unwrap();
         assert!(w.starts_with("1 of 2 attention heads look collapsed (layer 0: 1 of 2;"), "{w}");
         let layered = |layer, collapsed| HeadStats { layer, ..mk(collapsed) };
         let stats = [layered(0, true), layered(0, false), layered(1, true), layered(1, true)];
-        let w = collapse_warning(&stats, Some(5000)).unwrap();
+        let w = collapse_warning(&stats, Some(5000), Tokenization::Chars).unwrap();
         assert!(w.starts_with("3 of 4 attention heads look collapsed (layer 0: 1 of 2, layer 1: 2 of 2;"), "{w}");
         // The sweep's measurement nearest in size (by ratio): 5,000 sentences
         // is nearer 1,000 than 300, and 500 nearer 300 than 1,000.
         assert!(w.contains("with 1000 training sentences") && w.contains("collapsed 0.0 of 16"), "{w}");
         assert!(w.contains("at epoch 5.0, 8 × 64 at 5.0)") && w.contains("test F1 0.8952 against 0.8947"), "{w}");
-        let w = collapse_warning(&stats, Some(500)).unwrap();
+        let w = collapse_warning(&stats, Some(500), Tokenization::Chars).unwrap();
         assert!(w.contains("with 300 training sentences") && w.contains("collapsed 0.3 of 16"), "{w}");
         assert!(
             w.contains("4 × 128 did not converge faster (95 % of its best dev F1 at epoch 9.3, 8 × 64 at 8.0)"),
             "{w}"
         );
+        // Words: the sweep on CoNLL-2003, whatever the size.
+        for n in [Some(300), Some(5000), None] {
+            let w = collapse_warning(&stats, n, Tokenization::Words).unwrap();
+            assert!(w.contains("with 1000 training sentences (CoNLL-2003, d_model 512, 3 seeds)"), "{w}");
+            assert!(w.contains("(95 % of its best dev F1 at epoch 11.7, 8 × 64 at 11.3)"), "{w}");
+            assert!(w.contains("test F1 0.6317 against 0.6250 (experiments/heads-sweep-conll-d512.md)"), "{w}");
+        }
+        let w = collapse_warning(&stats, Some(300), Tokenization::Chars).unwrap();
+        assert!(
+            w.contains("(Resume NER, d_model 512, 3 seeds)") && w.ends_with("(experiments/heads-sweep-d512.md)"),
+            "{w}"
+        );
         let l = layer_summaries(&stats);
         assert_eq!((l.len(), l[1].layer, l[1].heads, l[1].collapsed), (2, 1, 2, 2));
         assert!((l[0].entropy - 0.5).abs() < 1e-12 && (l[0].boundary_share - 0.1).abs() < 1e-12);
-        assert!(collapse_warning(&[mk(true), mk(false), mk(false)], None).is_none());
-        assert!(collapse_warning(&[], None).is_none());
+        assert!(collapse_warning(&[mk(true), mk(false), mk(false)], None, Tokenization::Chars).is_none());
+        assert!(collapse_warning(&[], None, Tokenization::Chars).is_none());
     }
 }

@@ -129,7 +129,7 @@ fn head_diagnostics<B: SeqBackend>(
     if let Err(e) = crate::analysis::write_heads_csv(&out.join("heads.csv"), &stats) {
         reporter.message(&format!("warning: head diagnostics not written: {e:#}"));
     }
-    if let Some(w) = crate::analysis::collapse_warning(&stats, Some(prep.train.len())) {
+    if let Some(w) = crate::analysis::collapse_warning(&stats, Some(prep.train.len()), prep.vocabs.tokenization()) {
         reporter.message(&format!("warning: {w}"));
     }
 }

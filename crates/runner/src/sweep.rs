@@ -3,7 +3,7 @@
 //! different attention dropout and training-set sizes
 //! (`data.train_sentences`), are grouped by those three: dev/test F1 mean
 //! ± std, the epoch of the best dev F1 and the first epoch within 95 % of
-//! it (how fast a setting converges), wall time, and what the head
+//! it (how fast a setting converges), training time, and what the head
 //! diagnostics say (collapsed heads, boundary share, entropy).
 
 use crate::compare::mean_std;
@@ -135,6 +135,7 @@ pub fn run(runs_dirs: &[PathBuf], out: &Path, pictures: Option<&Path>) -> Result
         "Attention-CRF taggers on {} at d_model {}, one row per setting (mean ± std over seeds). \
 Each run's schedule: {} epochs (`train.epochs`), with early stopping. \
 *95 %*: the first epoch whose dev F1 reached 95 % of the run's best, the measure of how fast a setting converges. \
+*Training, min*: the time of the training epochs (dev evaluation not counted). \
 A head is *collapsed* when over half its attention lands on boundary tokens or its entropy is near 0 or 1; \
 boundary share and entropy are the means over heads (`seqlab heads`, on dev).\n",
         datasets.join(", "),
@@ -147,7 +148,7 @@ boundary share and entropy are the means over heads (`seqlab heads`, on dev).\n"
         }
     );
     md.push_str(
-        "| training sentences | heads × head_dim | attention dropout | seeds | dev F1 | test F1 | epoch of best dev F1 | 95 % | wall, min | collapsed heads | boundary share | entropy | picture |\n\
+        "| training sentences | heads × head_dim | attention dropout | seeds | dev F1 | test F1 | epoch of best dev F1 | 95 % | training, min | collapsed heads | boundary share | entropy | picture |\n\
 |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for ((size, heads, dropout), g) in &groups {

@@ -280,6 +280,7 @@ impl Job for HeadsJob {
         if let Some(w) = analysis::collapse_warning(
             &stats,
             (self.run.cfg.data.train_sentences > 0).then_some(self.run.cfg.data.train_sentences),
+            self.run.vocabs.tokenization(),
         ) {
             eprintln!("warning: {w}");
         }
