@@ -329,6 +329,15 @@ pub const SWEEP_FINDINGS: &[SweepFinding] = &[
         table: RESUME.2,
     },
     SweepFinding {
+        dataset: RESUME.0,
+        tokens: RESUME.1,
+        sentences: 3821,
+        collapsed_8x64: 0.0,
+        epoch_95: [3.3, 3.3],
+        test_f1: [0.9259, 0.9264],
+        table: RESUME.2,
+    },
+    SweepFinding {
         dataset: "CoNLL-2003",
         tokens: Tokenization::Words,
         sentences: 1000,
@@ -524,12 +533,16 @@ mod tests {
         assert!(w.starts_with("1 of 2 attention heads look collapsed (layer 0: 1 of 2;"), "{w}");
         let layered = |layer, collapsed| HeadStats { layer, ..mk(collapsed) };
         let stats = [layered(0, true), layered(0, false), layered(1, true), layered(1, true)];
-        let w = collapse_warning(&stats, Some(5000), Tokenization::Chars).unwrap();
+        let w = collapse_warning(&stats, Some(1500), Tokenization::Chars).unwrap();
         assert!(w.starts_with("3 of 4 attention heads look collapsed (layer 0: 1 of 2, layer 1: 2 of 2;"), "{w}");
-        // The sweep's measurement nearest in size (by ratio): 5,000 sentences
-        // is nearer 1,000 than 300, and 500 nearer 300 than 1,000.
+        // The sweep's measurement nearest in size (by ratio): 1,500 sentences
+        // is nearer 1,000 than 3,821 (the whole Resume training set), 500
+        // nearer 300 than 1,000, and 5,000 nearest the whole set.
         assert!(w.contains("with 1000 training sentences") && w.contains("collapsed 0.0 of 16"), "{w}");
         assert!(w.contains("at epoch 5.0, 8 × 64 at 5.0)") && w.contains("test F1 0.8952 against 0.8947"), "{w}");
+        let w = collapse_warning(&stats, Some(5000), Tokenization::Chars).unwrap();
+        assert!(w.contains("with 3821 training sentences") && w.contains("collapsed 0.0 of 16"), "{w}");
+        assert!(w.contains("at epoch 3.3, 8 × 64 at 3.3)") && w.contains("test F1 0.9264 against 0.9259"), "{w}");
         let w = collapse_warning(&stats, Some(500), Tokenization::Chars).unwrap();
         assert!(w.contains("with 300 training sentences") && w.contains("collapsed 0.3 of 16"), "{w}");
         assert!(
