@@ -3,6 +3,7 @@
 //! path is the same for all of them.
 
 use crate::bilstm::{BiLstm, BiLstmConfig};
+use crate::dropout::Dropout;
 use crate::features::{Features, FeaturesConfig};
 use crate::input::{TaggerInput, Tokens};
 use crate::linear::per_token;
@@ -132,6 +133,9 @@ pub struct TaggerConfig {
     pub question: QuestionMode,
     /// Longest answer span the QA decoders pick, in tokens.
     pub max_answer: usize,
+    /// Dropout on the encoder's output, before the emission layer (TENER's
+    /// `fc_dropout`, 0.4 in its configurations); 0 turns it off.
+    pub output_dropout: f64,
 }
 
 impl Default for TaggerConfig {
@@ -143,6 +147,7 @@ impl Default for TaggerConfig {
             constrained: true,
             question: QuestionMode::None,
             max_answer: 30,
+            output_dropout: 0.0,
         }
     }
 }
@@ -220,6 +225,7 @@ impl TaggerConfig {
             }
         }
         positive("max_answer", self.max_answer)?;
+        probability("output_dropout", self.output_dropout)?;
         if self.question == QuestionMode::Cross && self.encoder.kind != EncoderKind::Attention {
             return Err("question = \"cross\" needs encoder.kind = \"attention\" (use \"concat\" with a BiLSTM)".into());
         }
@@ -270,6 +276,7 @@ impl TaggerConfig {
             decoder: self.decoder,
             spans: SpanTags::new(shape.tags),
             max_answer: self.max_answer,
+            output_dropout: Dropout::new(self.output_dropout),
         }
     }
 }
@@ -338,6 +345,10 @@ pub struct Tagger<B: Backend> {
     spans: SpanTags,
     #[module(skip)]
     max_answer: usize,
+    /// Before `emit`, in training only (not a parameter, so not in records:
+    /// it comes from the configuration, like `question`).
+    #[module(skip)]
+    output_dropout: Dropout,
 }
 
 /// Emission scores and, when asked, attention weights.
@@ -384,7 +395,8 @@ impl<B: SeqBackend> Tagger<B> {
             (QuestionMode::Concat, Some(q)) => self.encode_concat(x, c, q, want_weights),
             (QuestionMode::Cross, Some(q)) => self.encode_cross(x, c, q, want_weights),
         };
-        Ok(TaggerOutput { emissions: per_token(&self.emit, out.h), attention: out.attention, cross: out.cross })
+        let h = self.output_dropout.forward(out.h); // [B, L, D_out]
+        Ok(TaggerOutput { emissions: per_token(&self.emit, h), attention: out.attention, cross: out.cross })
     }
 
     /// `question [SEP] context` through the encoder; the context's

@@ -453,6 +453,7 @@ mod tests {
             ("data", "max_len", &["0", "2", "16"]),
             ("model", "decoder", &["\"crf\"", "\"softmax\"", "\"hmm\""]),
             ("model", "constrained", &["true", "false"]),
+            ("model", "output_dropout", &["0.0", "0.4", "1.0", "nan"]),
             ("model.features", "word_dim", &["0", "1", "8"]),
             ("model.features", "char_dim", &["0", "4"]),
             ("model.features", "char_filters", &["0", "3"]),

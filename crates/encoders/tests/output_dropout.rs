@@ -1,0 +1,74 @@
+//! `output_dropout` (TENER's `fc_dropout`): dropout on the encoder's output
+//! before the emission layer, in training only, keeping the expectation.
+
+mod common;
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::AutodiffModule;
+use burn::prelude::*;
+use corpus::batch::Batch;
+use corpus::Scheme;
+use encoders::{EncoderKind, QuestionMode, Tagger, TaggerConfig, TaggerInput};
+
+type B = NdArray<f32>;
+type AD = Autodiff<B>;
+
+/// A small attention tagger with no dropout anywhere but `output_dropout`.
+fn config(output_dropout: f64) -> TaggerConfig {
+    let mut cfg = common::small_tagger(EncoderKind::Attention, QuestionMode::None);
+    cfg.features.dropout = 0.0;
+    cfg.encoder.attention.dropout = 0.0;
+    cfg.encoder.attention.attention_dropout = 0.0;
+    cfg.output_dropout = output_dropout;
+    cfg
+}
+
+fn build(output_dropout: f64, dev: &<AD as Backend>::Device) -> Tagger<AD> {
+    let tags = Scheme::Bioes.tag_set(&["X".into()]);
+    AD::seed(dev, 5);
+    config(output_dropout).init::<AD>(common::variant_shape(&tags), dev)
+}
+
+#[test]
+fn output_dropout_acts_in_training_only_and_keeps_the_expectation() {
+    let dev = Default::default();
+    let (plain, _) = common::two_sentences();
+    let batch = Batch::pad(&plain, &[0, 1]);
+    let input = TaggerInput::<AD>::from_batch(&batch, &dev);
+    let emissions = |m: &Tagger<AD>| common::values(m.forward(&input, false).unwrap().emissions);
+    let (off, on) = (build(0.0, &dev), build(0.5, &dev));
+
+    // Inference: the same tagger with or without it.
+    let infer = TaggerInput::<B>::from_batch(&batch, &dev);
+    let valid = |m: &Tagger<AD>| common::values(m.valid().forward(&infer, false).unwrap().emissions);
+    let reference = valid(&off);
+    assert_eq!(valid(&on), reference);
+    assert_eq!(emissions(&off), reference, "no dropout anywhere: training forward = inference");
+
+    // Training: the emissions move, the same seed draws the same masks.
+    encoders::dropout::seed(11);
+    let first = emissions(&on);
+    encoders::dropout::seed(11);
+    assert_eq!(emissions(&on), first);
+    assert_ne!(first, reference);
+
+    // The emission layer is linear, so over many masks the emissions average
+    // to the ones without dropout.
+    let draws = 1500;
+    let mut mean = vec![0f64; reference.len()];
+    for _ in 0..draws {
+        for (m, e) in mean.iter_mut().zip(emissions(&on)) {
+            *m += e as f64 / draws as f64;
+        }
+    }
+    let scale = reference.iter().map(|v| v.abs()).fold(0f32, f32::max) as f64;
+    for (i, (m, r)) in mean.iter().zip(&reference).enumerate() {
+        assert!((m - *r as f64).abs() < 0.08 * scale.max(1.0), "emission {i}: mean {m} against {r}");
+    }
+}
+
+#[test]
+fn output_dropout_outside_zero_to_one_is_refused() {
+    let err = config(1.0).validate().unwrap_err();
+    assert!(err.contains("output_dropout"), "{err}");
+}
