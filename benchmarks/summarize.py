@@ -49,17 +49,68 @@ def cpu_flags():
 
 
 PYTORCH = ("pytorch", "pytorch-passive")
+PYTORCH_BF16 = ("pytorch-bf16-autocast", "pytorch-bf16-cast")
 LABEL = {
     "pytorch": "PyTorch, OMP default",
     "pytorch-passive": "PyTorch, OMP PASSIVE",
     "pytorch-workers": "PyTorch, single-threaded workers",
+    "seqlab-bf16": "seqlab bf16",
+    "pytorch-bf16-autocast": "PyTorch bf16 (autocast)",
+    "pytorch-bf16-cast": "PyTorch bf16 (cast)",
 }
 
 
-def best_pytorch(tps, model, workload):
-    """(median, impl) of the faster of PyTorch's two OpenMP settings."""
-    meds = [(statistics.median(tps[(model, workload, i)]), i) for i in PYTORCH if (model, workload, i) in tps]
+def best_pytorch(tps, model, workload, impls=PYTORCH):
+    """(median, impl) of the fastest of PyTorch's settings `impls` (by
+    default its two OpenMP settings)."""
+    meds = [(statistics.median(tps[(model, workload, i)]), i) for i in impls if (model, workload, i) in tps]
     return max(meds) if meds else None
+
+
+def bf16_section(tps, by_round, rounds):
+    """The bf16 inference table: seqlab --precision bf16 against its own f32
+    and against PyTorch's bf16 and f32 (the faster of each)."""
+    models = [m for m in ["bilstm", "attention"] if (m, "predict", "seqlab-bf16") in tps]
+    if not models:
+        return []
+    out = ["\n## bf16 inference\n"]
+    out.append(
+        "Predict with bf16 products and f32 sums on both sides, where the CPU has AVX-512 BF16: "
+        "`seqlab --precision bf16` (its linear layers; the recurrence, the attention weights and "
+        "the CRF stay f32), PyTorch under `torch.autocast(dtype=torch.bfloat16)` and with the "
+        "encoder's weights cast to bf16 (CRF in f32), both with OpenMP's default wait policy. "
+        "The last column is seqlab bf16 over the fastest PyTorch of any precision.\n"
+    )
+    out.append(
+        "| model | seqlab f32 | seqlab bf16 | bf16 / f32 | PyTorch bf16, autocast | PyTorch bf16, cast "
+        "| best PyTorch f32 | seqlab bf16 / best PyTorch bf16 | seqlab bf16 / best PyTorch |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for model in models:
+        key = lambda i: (model, "predict", i)  # noqa: E731
+        med = lambda i: statistics.median(tps[key(i)]) if key(i) in tps else None  # noqa: E731
+        fmt = lambda v: f"{v:,.0f}" if v is not None else "–"  # noqa: E731
+        bf, f32 = med("seqlab-bf16"), med("seqlab")
+        py_bf = best_pytorch(tps, model, "predict", PYTORCH_BF16)
+        py_f32 = best_pytorch(tps, model, "predict")
+        best_any = max([x for x in (py_bf, py_f32) if x], default=None)
+        out.append(
+            f"| {model}-CRF | {fmt(f32)} | {fmt(bf)} | {bf / f32:.2f}× | {fmt(med(PYTORCH_BF16[0]))} | "
+            f"{fmt(med(PYTORCH_BF16[1]))} | {fmt(py_f32[0] if py_f32 else None)} | "
+            f"{f'{bf / py_bf[0]:.2f}×' if py_bf else '–'} | **{f'{bf / best_any[0]:.2f}×' if best_any else '–'}** |"
+        )
+    out.append("\nEvery round (tokens/s; seqlab bf16 over the fastest PyTorch of that round, any precision):\n")
+    for model in models:
+        parts = []
+        for r in range(1, rounds + 1):
+            got = by_round.get((model, "predict", r), {})
+            py = [got[i] for i in (*PYTORCH, *PYTORCH_BF16) if i in got]
+            if "seqlab-bf16" not in got or not py:
+                continue
+            detail = " / ".join(f"{LABEL[i]} {got[i]:,.0f}" for i in PYTORCH_BF16 if i in got)
+            parts.append(f"round {r}: seqlab bf16 {got['seqlab-bf16']:,.0f}; {detail}: {got['seqlab-bf16'] / max(py):.2f}×")
+        out.append(f"- {model} predict: " + "; ".join(parts))
+    return out
 
 
 def main():
@@ -127,6 +178,7 @@ def main():
             detail = " / ".join(f"{LABEL.get(i, i)} {got[i]:,.0f}" for i in (*PYTORCH, "pytorch-workers") if i in got)
             parts.append(f"round {r}: seqlab {got['seqlab']:,.0f}; {detail}: {got['seqlab'] / max(py):.2f}×")
         out.append(f"- {model} {workload}: " + "; ".join(parts))
+    out.extend(bf16_section(tps, by_round, rounds))
     out.append("\n## Machine\n")
     out.append(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; {platform.system()} {platform.release()}")
     out.append(f"- CPU flags: {cpu_flags()}")

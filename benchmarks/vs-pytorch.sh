@@ -11,6 +11,11 @@
 #   pytorch-workers   predict only: THREADS single-threaded PyTorch processes,
 #                     one batch each at a time (seqlab's inference runs
 #                     batches concurrently)
+# and, where the CPU has AVX-512 BF16 (BF16=auto; BF16=0 leaves them out),
+# predict only, bf16 products with f32 sums on both sides:
+#   seqlab-bf16             seqlab --precision bf16
+#   pytorch-bf16-autocast   PyTorch under torch.autocast(dtype=bfloat16)
+#   pytorch-bf16-cast       PyTorch with the encoder's weights cast to bf16
 # The order of the implementations rotates from round to round. Writes
 # benchmarks/out/raw.jsonl and benchmarks/results.md (medians, seqlab over
 # the faster of PyTorch's two OpenMP settings, every round, the machine).
@@ -23,6 +28,10 @@ THREADS=${THREADS:-2}
 STEPS=${STEPS:-50}
 DATA=${DATA:-}
 SEQLAB=${SEQLAB:-target/release/seqlab}
+BF16=${BF16:-auto}
+if [ "$BF16" = auto ]; then
+    if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then BF16=1; else BF16=0; fi
+fi
 VENV=benchmarks/pytorch/.venv
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
@@ -41,6 +50,7 @@ for model in bilstm attention; do
         "${data_args[@]}" --steps "$STEPS" --dump "$out/batches-$model.json"
 done
 impls=(seqlab pytorch pytorch-passive pytorch-workers)
+if [ "$BF16" = 1 ]; then impls+=(seqlab-bf16 pytorch-bf16-autocast pytorch-bf16-cast); fi
 measure() { # impl model workload cfg
     local py=("$VENV/bin/python" -W ignore benchmarks/pytorch/bench.py "$3" --config "$4" --batches "$out/batches-$2.json")
     case "$1" in
@@ -48,6 +58,9 @@ measure() { # impl model workload cfg
         pytorch) "${py[@]}" --threads "$THREADS" ;;
         pytorch-passive) OMP_WAIT_POLICY=PASSIVE "${py[@]}" --threads "$THREADS" ;;
         pytorch-workers) "${py[@]}" --workers "$THREADS" ;;
+        seqlab-bf16) "$SEQLAB" --threads "$THREADS" --precision bf16 bench "$3" --config "$4" "${data_args[@]}" --steps "$STEPS" --json ;;
+        pytorch-bf16-autocast) "${py[@]}" --threads "$THREADS" --bf16 autocast ;;
+        pytorch-bf16-cast) "${py[@]}" --threads "$THREADS" --bf16 cast ;;
     esac
 }
 for round in $(seq 1 "$ROUNDS"); do
@@ -57,7 +70,7 @@ for round in $(seq 1 "$ROUNDS"); do
         cfg="benchmarks/configs/ref-$model-crf.toml"
         for workload in train predict; do
             for impl in "${order[@]}"; do
-                if [ "$impl" = pytorch-workers ] && [ "$workload" = train ]; then continue; fi
+                case "$impl" in pytorch-workers | *bf16*) [ "$workload" = train ] && continue ;; esac
                 line=$(measure "$impl" "$model" "$workload" "$cfg")
                 echo "{\"round\": $round, \"impl\": \"$impl\", \"model\": \"$model\", \"result\": $line}" >> "$raw"
                 echo "round $round $model $workload $impl: $(echo "$line" | sed -E 's/.*"tokens_per_second": ?([0-9.]+).*/\1/') tokens/s" >&2

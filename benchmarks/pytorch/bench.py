@@ -25,6 +25,12 @@ as seqlab's inference runs batches concurrently. benchmarks/vs-pytorch.sh runs
 every workload with OpenMP's default wait policy and with
 OMP_WAIT_POLICY=PASSIVE and compares seqlab with the faster.
 `python bench.py selftest` checks the CRF against brute-force enumeration.
+
+`--bf16 autocast` (predict) computes the emissions under
+`torch.autocast(dtype=torch.bfloat16)`; `--bf16 cast` converts the encoder's
+weights to bf16 instead (the CRF stays f32 in both), as PyTorch users make
+inference cheaper on CPUs with AVX-512 BF16 or AMX. seqlab's counterpart is
+`seqlab --precision bf16`.
 """
 
 import argparse
@@ -111,7 +117,7 @@ class Features(nn.Module):
         real = flat > 0
         c = self.cnn(self.char(flat).transpose(1, 2))  # [N, F, W]
         c = c.masked_fill(~real.unsqueeze(1), -1e4).max(dim=2).values
-        c = c * real.any(dim=1, keepdim=True).float()
+        c = c * real.any(dim=1, keepdim=True).to(c.dtype)
         x = torch.cat([self.word(words), c.view(B, L, -1)], dim=2)
         return self.dropout(x)
 
@@ -209,7 +215,7 @@ class AttentionTagger(nn.Module):
         pad = ~mask
         for block in self.blocks:
             h = block(h, pad)
-        h = self.norm(h) * mask.unsqueeze(2).float()
+        h = self.norm(h) * mask.unsqueeze(2).to(h.dtype)
         return self.emit(h)
 
 
@@ -272,7 +278,12 @@ def build(args, device):
         model = BiLstmTagger(meta["words"], meta["chars"], meta["tags"], cfg)
     else:
         model = AttentionTagger(meta["words"], meta["chars"], meta["tags"], cfg, layer=args.layer)
-    return cfg, meta, batches, model.to(device)
+    model = model.to(device)
+    model.bf16 = getattr(args, "bf16", None)
+    if model.bf16 == "cast":
+        model.to(torch.bfloat16)
+        model.crf.float()
+    return cfg, meta, batches, model
 
 
 def sync(device):
@@ -306,8 +317,11 @@ def time_train(cfg, model, batches, warmup, device):
 def tag(model, b):
     """Tags of one batch: the number of tags decoded."""
     words, chars, _, lengths, mask = b
+    autocast = getattr(model, "bf16", None) == "autocast"
     with torch.inference_mode():
-        return sum(map(len, model.crf.decode(model.emissions(words, chars, lengths, mask), mask, lengths)))
+        with torch.autocast(words.device.type, dtype=torch.bfloat16, enabled=autocast):
+            em = model.emissions(words, chars, lengths, mask)
+        return sum(map(len, model.crf.decode(em.float(), mask, lengths)))
 
 
 def time_predict(model, batches, warmup, device):
@@ -368,6 +382,11 @@ def main():
         help="attention blocks: nn.TransformerEncoderLayer(norm_first=True) or LayerNorm + MultiheadAttention + FFN",
     )
     p.add_argument(
+        "--bf16",
+        choices=["autocast", "cast"],
+        help="predict: bf16 emissions, under torch.autocast or with the encoder's weights cast to bf16",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=0,
@@ -381,6 +400,8 @@ def main():
     device = torch.device(args.device)
     if args.workers and args.workload != "predict":
         p.error("--workers is for predict")
+    if args.bf16 and args.workload != "predict":
+        p.error("--bf16 is for predict")
     if args.workers:
         with open(args.batches) as f:
             meta = json.load(f)
@@ -421,6 +442,7 @@ def main():
                 "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
                 "impl": f"pytorch {torch.__version__}",
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+                "precision": f"bf16 ({args.bf16})" if args.bf16 else "f32",
             }
         )
     )

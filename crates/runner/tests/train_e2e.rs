@@ -289,6 +289,7 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         assert!(h["distance"].as_f64().unwrap() >= 0.0 && h["queries"].as_u64().unwrap() > 0);
     }
     assert!(heads_out.join("heads.test.csv").is_file());
+    bf16_inference_scores_as_f32_and_training_refuses_it(&runs[1], work.path());
     // Pictures of one sentence, and of Chinese text (split into characters:
     // the run was trained on English words, so --tokenize says so).
     let vis = work.path().join("vis");
@@ -337,6 +338,32 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         vis.to_str().unwrap(),
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--focus `zzz`"));
+}
+
+/// `--precision bf16`: eval of an attention run within bf16's rounding of
+/// the f32 scores where the CPU has AVX-512 BF16 (a clear error where it
+/// has not); refused for training and for a device other than the CPU.
+fn bf16_inference_scores_as_f32_and_training_refuses_it(run: &Path, work: &Path) {
+    let eval = |precision: &str, device: &str| {
+        seqlab(&["--precision", precision, "eval", "--run", run.to_str().unwrap(), "--device", device, "--json"])
+    };
+    let f32_scores: serde_json::Value = serde_json::from_str(&ok(eval("f32", "cpu"))).unwrap();
+    let o = eval("bf16", "cpu");
+    if encoders::ops::bf16_gemm::available() {
+        let bf16_scores: serde_json::Value = serde_json::from_str(&ok(o)).unwrap();
+        for key in ["f1", "accuracy"] {
+            let (a, b) = (f32_scores["overall"][key].as_f64().unwrap(), bf16_scores["overall"][key].as_f64().unwrap());
+            assert!((a - b).abs() <= 0.01, "{key}: f32 {a}, bf16 {b}");
+        }
+        let o = eval("bf16", "ndarray");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("cpu device"), "{}", String::from_utf8_lossy(&o.stderr));
+    } else {
+        assert!(String::from_utf8_lossy(&o.stderr).contains("AVX-512 BF16"), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut args = train_args("bilstm-crf.toml", &work.join("bf16-train"), "1", "1", &[]);
+    args.splice(0..0, ["--precision".to_string(), "bf16".to_string()]);
+    let o = seqlab(&args);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("training runs in f32"));
 }
 
 #[test]

@@ -4,11 +4,13 @@
 //! the bias in a second pass: with the page faults of those fresh buffers,
 //! a tenth of attention inference beside the GEMM itself. Here the output
 //! is allocated once, each row starts as the bias, and the GEMM accumulates
-//! `x · W` into it.
+//! `x · W` into it. With [`precision`] at bf16, the product is
+//! [`bf16_gemm::matmul`] instead (bias added as it stores).
 //!
 //! [`SeqBackend::fused_linear`]: super::SeqBackend::fused_linear
 
-use super::host;
+use super::precision::{self, Precision};
+use super::{bf16_gemm, host};
 use burn::backend::flex::FlexTensor;
 use burn::backend::Flex;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
@@ -21,13 +23,24 @@ const PARALLEL_WORK: usize = 192 * 192 * 192;
 /// `x [..., K] · w [K, O] + b [O]`; Burn's `linear` where an input is
 /// not a contiguous f32 buffer.
 pub fn linear(x: FloatTensor<Flex>, w: FloatTensor<Flex>, b: Option<FloatTensor<Flex>>) -> FloatTensor<Flex> {
-    match fused(&x, &w, b.as_ref()) {
+    linear_in(precision::current(), x, w, b)
+}
+
+/// [`linear`] at the given precision (bf16 where the CPU has it, on
+/// contiguous f32 inputs, like the f32 GEMM).
+pub fn linear_in(
+    precision: Precision,
+    x: FloatTensor<Flex>,
+    w: FloatTensor<Flex>,
+    b: Option<FloatTensor<Flex>>,
+) -> FloatTensor<Flex> {
+    match fused(precision, &x, &w, b.as_ref()) {
         Some(y) => y,
         None => <Flex as ModuleOps<Flex>>::linear(x, w, b),
     }
 }
 
-fn fused(x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> Option<FlexTensor> {
+fn fused(precision: Precision, x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> Option<FlexTensor> {
     let (xs, ws) = (x.as_slice::<f32>()?, w.as_slice::<f32>()?);
     let dims = x.shape().to_vec();
     let wd = w.shape();
@@ -40,13 +53,22 @@ fn fused(x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> Option<FlexT
         Some(b) => Some(b.as_slice::<f32>().filter(|s| s.len() == o)?),
         None => None,
     };
-    let mut y = Vec::with_capacity(m * o);
-    match bias {
-        Some(bias) => (0..m).for_each(|_| y.extend_from_slice(bias)),
-        None => y.resize(m * o, 0.0),
-    }
-    let parallelism = if m * o * k >= PARALLEL_WORK { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
-    host::gemm_with(m, o, k, &mut y, o, bias.is_some(), xs, k, false, ws, o, false, parallelism);
+    let parallel = m * o * k >= PARALLEL_WORK;
+    let y = match precision {
+        Precision::Bf16 if bf16_gemm::available() => {
+            bf16_gemm::matmul(xs, m, &bf16_gemm::Packed::new(ws, k, o), bias, parallel)
+        }
+        _ => {
+            let mut y = Vec::with_capacity(m * o);
+            match bias {
+                Some(bias) => (0..m).for_each(|_| y.extend_from_slice(bias)),
+                None => y.resize(m * o, 0.0),
+            }
+            let parallelism = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+            host::gemm_with(m, o, k, &mut y, o, bias.is_some(), xs, k, false, ws, o, false, parallelism);
+            y
+        }
+    };
     let mut shape = rows.to_vec();
     shape.push(o);
     Some(FlexTensor::from_data(TensorData::new(y, Shape::from(shape))))
@@ -86,5 +108,32 @@ mod tests {
                 ours.into_data().assert_approx_eq::<f32>(&theirs.into_data(), Default::default());
             }
         }
+    }
+
+    #[test]
+    fn bf16_linear_is_within_bf16_rounding_of_f32() {
+        if !bf16_gemm::available() {
+            eprintln!("skipped: this CPU has no AVX-512 BF16");
+            return;
+        }
+        let device = Default::default();
+        let p = |t: Tensor<Flex, 2>| t.into_primitive().tensor();
+        let (m, k, o) = (45, 96, 70);
+        let x = Tensor::<Flex, 2>::random([m, k], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<Flex, 2>::random([k, o], Distribution::Normal(0.0, 0.1), &device);
+        let b = Tensor::<Flex, 1>::random([o], Distribution::Normal(0.0, 1.0), &device);
+        let run = |precision| {
+            let y = linear_in(precision, p(x.clone()), p(w.clone()), Some(b.clone().into_primitive().tensor()));
+            Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(y)).into_data().to_vec::<f32>().unwrap()
+        };
+        let (half, full) = (run(Precision::Bf16), run(Precision::F32));
+        // |x|·|w| summed over k bounds each entry's rounding error (2^-8 of it).
+        let scale = x.abs().matmul(w.abs()).into_data().to_vec::<f32>().unwrap();
+        let mut differs = false;
+        for ((h, f), s) in half.iter().zip(&full).zip(&scale) {
+            assert!((h - f).abs() <= s * 2f32.powi(-8) + 1e-5, "{h} vs {f} (scale {s})");
+            differs |= h != f;
+        }
+        assert!(differs, "bf16 gave exactly the f32 values: was the bf16 path taken?");
     }
 }

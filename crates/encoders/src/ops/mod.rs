@@ -15,7 +15,8 @@
 //!   ([`SeqBackend::lstm_scan`]): composed by default, host loops on the
 //!   CPU backends.
 //! - [`flex_linear`]: burn-flex's linear layer as one GEMM
-//!   ([`SeqBackend::fused_linear`]).
+//!   ([`SeqBackend::fused_linear`]), in f32 or, at inference where
+//!   [`precision`] says so, in bf16 ([`bf16_gemm`]).
 //! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
 //!   composed by default, one in-place pass on burn-flex.
 //! - [`moving_average`]: one step of the weights' moving average
@@ -29,12 +30,14 @@
 //! nothing from this one: the dependencies between files go one way.
 
 pub mod adam;
+pub mod bf16_gemm;
 pub mod dense_attention;
 pub mod flash_attention;
 pub mod flex_linear;
 mod host;
 pub mod lstm_scan;
 pub mod moving_average;
+pub mod precision;
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;

@@ -279,6 +279,7 @@ pub fn report(workload: Workload, cfg: &RunConfig, opts: &BenchOptions, t: &Timi
         "warmup_steps": t.warmup_steps,
         "warmup_seconds": t.warmup_seconds,
         "threads": rayon::current_num_threads(),
+        "precision": encoders::ops::precision::current().to_string(),
         "device": device_name,
         "data": opts.data.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "generated".into()),
     })

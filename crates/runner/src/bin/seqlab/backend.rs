@@ -16,6 +16,9 @@ pub trait Job {
 /// Runs `job` on the backend named by `device`.
 pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
     let name = device.name();
+    if encoders::ops::precision::current() == encoders::ops::precision::Precision::Bf16 && device != DeviceArg::Cpu {
+        anyhow::bail!("--precision bf16 runs on the cpu device (burn-flex) only, not {name}");
+    }
     match device {
         DeviceArg::Cpu => job.run::<Autodiff<burn::backend::Flex>>(Default::default(), name),
         DeviceArg::Ndarray => job.run::<Autodiff<burn::backend::NdArray>>(Default::default(), name),

@@ -13,6 +13,11 @@ pub struct Cli {
     /// Threads for the CPU backends (default: one per core).
     #[arg(long, global = true)]
     pub threads: Option<usize>,
+    /// Precision of the linear layers' products at inference on the cpu
+    /// device: f32, or bf16 inputs with f32 sums (CPUs with AVX-512 BF16).
+    /// Training steps are always f32.
+    #[arg(long, global = true, value_enum, default_value_t = PrecisionArg::F32)]
+    pub precision: PrecisionArg,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -198,6 +203,12 @@ pub struct StatsArgs {
 
 /// Compute device: `cpu` is burn-flex, `ndarray` burn-ndarray, `cuda` burn-cuda
 /// (built with `--features cuda`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrecisionArg {
+    F32,
+    Bf16,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceArg {
     Cpu,

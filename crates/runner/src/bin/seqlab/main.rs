@@ -13,7 +13,8 @@ mod console;
 
 use anyhow::Result;
 use clap::Parser;
-use cli::{BenchCommand, Cli, Command, DataCommand, QaCommand, TokenizerCommand};
+use cli::{BenchCommand, Cli, Command, DataCommand, PrecisionArg, QaCommand, TokenizerCommand};
+use encoders::ops::precision::{self, Precision};
 use runner::bench::throughput::Workload;
 
 /// mimalloc reuses freed memory instead of returning large blocks to the
@@ -70,40 +71,59 @@ fn flush_subnormals() {
     }
 }
 
+/// Sets the precision of inference's linear layers
+/// ([`encoders::ops::precision`]). bf16 is refused for the commands that
+/// train, whose steps are f32 and whose dev scores choose the model.
+fn set_precision(arg: PrecisionArg, command: &Command) -> Result<()> {
+    let precision = match arg {
+        PrecisionArg::F32 => Precision::F32,
+        PrecisionArg::Bf16 => Precision::Bf16,
+    };
+    let trains = matches!(command, Command::Train(_) | Command::Bench { command: BenchCommand::Train(_) });
+    if trains && precision == Precision::Bf16 {
+        anyhow::bail!(
+            "--precision bf16 is for inference (predict, eval, bench predict, heads, visualize); training runs in f32"
+        );
+    }
+    precision::set(precision).map_err(|e| anyhow::anyhow!("--precision {precision}: {e}"))
+}
+
 fn main() {
     flush_subnormals();
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Bench { command: BenchCommand::Attention(_) | BenchCommand::Memory(_) }) {
         keep_freed_memory();
     }
-    let result = set_threads(cli.threads).and_then(|()| match cli.command {
-        Command::Train(args) => commands::train(args),
-        Command::Eval(args) => commands::eval(args),
-        Command::Predict(args) => commands::predict(args),
-        Command::Compare(args) => commands::compare(&args),
-        Command::Bench { command } => match command {
-            BenchCommand::Crf(args) => bench::crf(args),
-            BenchCommand::Attention(args) => bench::attention(args),
-            BenchCommand::Memory(args) => bench::memory(args),
-            BenchCommand::Train(args) => bench::throughput(args, Workload::Train),
-            BenchCommand::Predict(args) => bench::throughput(args, Workload::Predict),
-        },
-        Command::Heads(args) => commands::heads(args),
-        Command::HeadsSweep(args) => commands::heads_sweep(&args),
-        Command::Visualize(args) => commands::visualize(args),
-        Command::Score(args) => commands::score(&args),
-        Command::Data { command } => match command {
-            DataCommand::Toy(args) => commands::toy(&args),
-            DataCommand::Stats(args) => commands::stats(&args),
-            DataCommand::SplitQa(args) => commands::split_qa(&args),
-        },
-        Command::Tokenizer { command } => match command {
-            TokenizerCommand::Train(args) => commands::train_tokenizer(&args),
-        },
-        Command::Qa { command } => match command {
-            QaCommand::Baseline(args) => commands::qa_baseline(&args),
-            QaCommand::Attention(args) => commands::qa_attention(args),
-        },
+    let result = set_threads(cli.threads).and_then(|()| set_precision(cli.precision, &cli.command)).and_then(|()| {
+        match cli.command {
+            Command::Train(args) => commands::train(args),
+            Command::Eval(args) => commands::eval(args),
+            Command::Predict(args) => commands::predict(args),
+            Command::Compare(args) => commands::compare(&args),
+            Command::Bench { command } => match command {
+                BenchCommand::Crf(args) => bench::crf(args),
+                BenchCommand::Attention(args) => bench::attention(args),
+                BenchCommand::Memory(args) => bench::memory(args),
+                BenchCommand::Train(args) => bench::throughput(args, Workload::Train),
+                BenchCommand::Predict(args) => bench::throughput(args, Workload::Predict),
+            },
+            Command::Heads(args) => commands::heads(args),
+            Command::HeadsSweep(args) => commands::heads_sweep(&args),
+            Command::Visualize(args) => commands::visualize(args),
+            Command::Score(args) => commands::score(&args),
+            Command::Data { command } => match command {
+                DataCommand::Toy(args) => commands::toy(&args),
+                DataCommand::Stats(args) => commands::stats(&args),
+                DataCommand::SplitQa(args) => commands::split_qa(&args),
+            },
+            Command::Tokenizer { command } => match command {
+                TokenizerCommand::Train(args) => commands::train_tokenizer(&args),
+            },
+            Command::Qa { command } => match command {
+                QaCommand::Baseline(args) => commands::qa_baseline(&args),
+                QaCommand::Attention(args) => commands::qa_attention(args),
+            },
+        }
     });
     if let Err(e) = result {
         if let Some(stop) = e.downcast_ref::<runner::checkpoint::Interrupted>() {
