@@ -256,7 +256,9 @@ unsafe fn kernel(
     for (r, acc) in acc.iter().enumerate().take(rows) {
         let row = dst.add(r * ld);
         for h in 0..2 {
-            _mm512_mask_storeu_ps(row.add(16 * h), masks[h], _mm512_add_ps(acc[h], bias[h]));
+            // wrapping_add: with `cols` ≤ 16 the second half's address may lie
+            // past the buffer; its mask is empty, so nothing is touched there.
+            _mm512_mask_storeu_ps(row.wrapping_add(16 * h), masks[h], _mm512_add_ps(acc[h], bias[h]));
         }
     }
 }
