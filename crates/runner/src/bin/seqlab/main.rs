@@ -73,16 +73,23 @@ fn flush_subnormals() {
 
 /// Sets the precision of inference's linear layers
 /// ([`encoders::ops::precision`]). bf16 is refused for the commands that
-/// train, whose steps are f32 and whose dev scores choose the model.
+/// train, whose steps are f32 and whose dev scores choose the model, and
+/// for the benchmarks of training memory and attention layers.
 fn set_precision(arg: PrecisionArg, command: &Command) -> Result<()> {
     let precision = match arg {
         PrecisionArg::F32 => Precision::F32,
         PrecisionArg::Bf16 => Precision::Bf16,
     };
-    let trains = matches!(command, Command::Train(_) | Command::Bench { command: BenchCommand::Train(_) });
-    if trains && precision == Precision::Bf16 {
+    // Training, and the benchmarks of training memory and of attention
+    // layers (measured in child processes, which run f32).
+    let f32_only = matches!(
+        command,
+        Command::Train(_)
+            | Command::Bench { command: BenchCommand::Train(_) | BenchCommand::Memory(_) | BenchCommand::Attention(_) }
+    );
+    if f32_only && precision == Precision::Bf16 {
         anyhow::bail!(
-            "--precision bf16 is for inference (predict, eval, bench predict, heads, visualize); training runs in f32"
+            "--precision bf16 is for the commands that tag (predict, eval, bench predict, heads, visualize, qa attention); training runs in f32, and so do bench train, memory and attention"
         );
     }
     precision::set(precision).map_err(|e| anyhow::anyhow!("--precision {precision}: {e}"))
