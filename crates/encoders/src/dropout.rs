@@ -46,29 +46,60 @@ pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
     out
 }
 
-fn splitmix(state: &Cell<u64>) -> u64 {
-    let z = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-    state.set(z);
+/// SplitMix64's increment: the state after `i` draws is `seed + i·GAMMA`.
+const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// SplitMix64's output for one state.
+#[inline(always)]
+fn mix(z: u64) -> u64 {
     let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
-/// `n` mask values: 0 with probability `p`, else `1 / (1 − p)`.
+/// `n` mask values: 0 with probability `p`, else `1 / (1 − p)`. Each
+/// 64-bit draw gives two values (its low, then its high 32 bits); the
+/// `i`-th draw is `mix(seed + i·GAMMA)`, computed from `i` rather than from
+/// the draw before, so that the loop vectorises (the same values as drawing
+/// one after another).
 pub fn mask_values(n: usize, p: f64) -> Vec<f32> {
     let threshold = (p * 4_294_967_296.0).min(4_294_967_295.0) as u32;
     let keep = (1.0 / (1.0 - p)) as f32;
     STATE.with(|state| {
-        let mut out = Vec::with_capacity(n + 1);
-        while out.len() < n {
-            let r = splitmix(state);
-            for half in [r as u32, (r >> 32) as u32] {
-                out.push(if half < threshold { 0.0 } else { keep });
-            }
-        }
+        let base = state.get();
+        let draws = n.div_ceil(2);
+        let mut out = vec![0.0f32; 2 * draws];
+        fill(&mut out, base, threshold, keep);
+        state.set(base.wrapping_add((draws as u64).wrapping_mul(GAMMA)));
         out.truncate(n);
         out
     })
+}
+
+/// Writes the mask pairs of draws `1, 2, …` after `base` into `out`, with
+/// AVX-512's 64-bit multiplies where the CPU has them.
+fn fill(out: &mut [f32], base: u64, threshold: u32, keep: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") {
+        // SAFETY: the features the function is compiled for are present.
+        return unsafe { fill_avx512(out, base, threshold, keep) };
+    }
+    fill_portable(out, base, threshold, keep)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn fill_avx512(out: &mut [f32], base: u64, threshold: u32, keep: f32) {
+    fill_portable(out, base, threshold, keep)
+}
+
+#[inline(always)]
+fn fill_portable(out: &mut [f32], base: u64, threshold: u32, keep: f32) {
+    for (i, pair) in out.chunks_exact_mut(2).enumerate() {
+        let r = mix(base.wrapping_add((i as u64 + 1).wrapping_mul(GAMMA)));
+        pair[0] = if (r as u32) < threshold { 0.0 } else { keep };
+        pair[1] = if ((r >> 32) as u32) < threshold { 0.0 } else { keep };
+    }
 }
 
 #[derive(Module, Clone, Debug)]
@@ -128,6 +159,40 @@ mod tests {
             let mean = m.iter().map(|&v| v as f64).sum::<f64>() / m.len() as f64;
             assert!((mean - 1.0).abs() < 0.01, "p {p}: mean {mean}");
         }
+    }
+
+    /// The masks as drawn before the vectorised loop: one SplitMix64 step
+    /// after another, two values per draw.
+    fn sequential(state: &mut u64, n: usize, p: f64) -> Vec<f32> {
+        let threshold = (p * 4_294_967_296.0).min(4_294_967_295.0) as u32;
+        let keep = (1.0 / (1.0 - p)) as f32;
+        let mut out = Vec::new();
+        while out.len() < n {
+            *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let r = z ^ (z >> 31);
+            for half in [r as u32, (r >> 32) as u32] {
+                out.push(if half < threshold { 0.0 } else { keep });
+            }
+        }
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn masks_are_splitmix64_drawn_one_after_another() {
+        // Odd and even lengths, the empty mask, and lengths past a vector's width.
+        seed(11);
+        let mut state = 11 ^ 0x853C_49E6_748F_EA9B;
+        for (n, p) in [(1, 0.5), (0, 0.1), (2, 0.3), (17, 0.1), (1000, 0.5), (33, 0.9), (4097, 0.25)] {
+            assert_eq!(mask_values(n, p), sequential(&mut state, n, p), "n {n}, p {p}");
+        }
+        let mut out = vec![0.0; 64];
+        fill_portable(&mut out, 5, 1 << 31, 2.0);
+        let mut state = 5;
+        assert_eq!(out, sequential(&mut state, 64, 0.5), "the portable loop");
     }
 
     #[test]

@@ -31,28 +31,46 @@ pub fn per_token<B: SeqBackend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::backend::{Autodiff, NdArray};
+    use crate::ops::TrainBackend;
+    use burn::backend::{Autodiff, Flex, NdArray};
     use burn::nn::LinearConfig;
     use burn::tensor::Distribution;
 
-    type B = Autodiff<NdArray>;
-
+    /// On NdArray the graph's linear node runs Burn's backward passes; on
+    /// burn-flex, the host GEMMs of `ops::linear_backward`.
     #[test]
     fn per_token_matches_burns_linear_in_values_and_gradients() {
+        matches_burns::<Autodiff<NdArray>>();
+        matches_burns::<Autodiff<Flex>>();
+    }
+
+    fn matches_burns<B: TrainBackend>() {
         let device = Default::default();
-        let linear = LinearConfig::new(6, 5).init::<B>(&device);
-        let x = Tensor::<B, 3>::random([3, 4, 6], Distribution::Normal(0.0, 1.0), &device).require_grad();
-        let ours = per_token(&linear, x.clone());
-        let theirs = linear.forward(x.clone());
-        ours.clone().into_data().assert_approx_eq::<f32>(&theirs.clone().into_data(), Default::default());
-        let w = Tensor::<B, 3>::random([3, 4, 5], Distribution::Normal(0.0, 1.0), &device);
-        let g1 = (ours * w.clone()).sum().backward();
-        let g2 = (theirs * w).sum().backward();
-        x.grad(&g1).unwrap().into_data().assert_approx_eq::<f32>(&x.grad(&g2).unwrap().into_data(), Default::default());
-        let (w1, w2) = (linear.weight.grad(&g1).unwrap(), linear.weight.grad(&g2).unwrap());
-        w1.into_data().assert_approx_eq::<f32>(&w2.into_data(), Default::default());
-        let (b1, b2) =
-            (linear.bias.as_ref().unwrap().grad(&g1).unwrap(), linear.bias.as_ref().unwrap().grad(&g2).unwrap());
-        b1.into_data().assert_approx_eq::<f32>(&b2.into_data(), Default::default());
+        // With and without a bias; x tracked or a constant (the weight's
+        // gradient only).
+        for (bias, tracked) in [(true, true), (false, true), (true, false)] {
+            let linear = LinearConfig::new(6, 5).with_bias(bias).init::<B>(&device);
+            let x = Tensor::<B, 3>::random([3, 4, 6], Distribution::Normal(0.0, 1.0), &device);
+            let x = if tracked { x.require_grad() } else { x };
+            let ours = per_token(&linear, x.clone());
+            let theirs = linear.forward(x.clone());
+            ours.clone().into_data().assert_approx_eq::<f32>(&theirs.clone().into_data(), Default::default());
+            let w = Tensor::<B, 3>::random([3, 4, 5], Distribution::Normal(0.0, 1.0), &device);
+            let g1 = (ours * w.clone()).sum().backward();
+            let g2 = (theirs * w).sum().backward();
+            match (x.grad(&g1), x.grad(&g2)) {
+                (Some(a), Some(b)) => a.into_data().assert_approx_eq::<f32>(&b.into_data(), Default::default()),
+                (None, None) => assert!(!tracked),
+                _ => panic!("x's gradient on one side only"),
+            }
+            let (w1, w2) = (linear.weight.grad(&g1).unwrap(), linear.weight.grad(&g2).unwrap());
+            w1.into_data().assert_approx_eq::<f32>(&w2.into_data(), Default::default());
+            if let Some(b) = &linear.bias {
+                b.grad(&g1)
+                    .unwrap()
+                    .into_data()
+                    .assert_approx_eq::<f32>(&b.grad(&g2).unwrap().into_data(), Default::default());
+            }
+        }
     }
 }

@@ -17,6 +17,9 @@
 //! - [`flex_linear`]: burn-flex's linear layer as one GEMM
 //!   ([`SeqBackend::fused_linear`]), in f32 or, at inference where
 //!   [`precision`] says so, in bf16 ([`bf16_gemm`]).
+//! - [`linear_backward`]: the linear layer's backward pass
+//!   ([`SeqBackend::linear_backward`]): Burn's by default, host GEMMs on
+//!   burn-flex's buffers.
 //! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
 //!   composed by default, one in-place pass on burn-flex.
 //! - [`moving_average`]: one step of the weights' moving average
@@ -35,6 +38,7 @@ pub mod dense_attention;
 pub mod flash_attention;
 pub mod flex_linear;
 mod host;
+pub mod linear_backward;
 pub mod lstm_scan;
 pub mod moving_average;
 pub mod precision;
@@ -104,6 +108,18 @@ pub trait SeqBackend: Backend {
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::linear(x, weight, bias)
+    }
+
+    /// The gradients of [`SeqBackend::fused_linear`]'s tracked inputs from
+    /// its output's gradient (see [`linear_backward`]). Burn's passes by
+    /// default; host GEMMs on burn-flex.
+    fn linear_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        needed: linear_backward::Needed,
+    ) -> linear_backward::Grads<Self> {
+        linear_backward::composed::<Self>(x, weight, grad, needed)
     }
 
     /// One Adam update of a parameter (see [`adam`]): `(θ, m, v)` after
@@ -202,7 +218,7 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty $(, linear = $linear:path, adam = $adam:path, average = $average:path)?) => {
+    ($backend:ty $(, linear = $linear:path, linear_backward = $linear_backward:path, adam = $adam:path, average = $average:path)?) => {
         impl SeqBackend for $backend {
             $(
                 fn adam_step<const D: usize>(
@@ -229,6 +245,15 @@ macro_rules! host_ops {
                     bias: Option<FloatTensor<Self>>,
                 ) -> FloatTensor<Self> {
                     $linear(x, weight, bias)
+                }
+
+                fn linear_backward(
+                    x: FloatTensor<Self>,
+                    weight: FloatTensor<Self>,
+                    grad: FloatTensor<Self>,
+                    needed: linear_backward::Needed,
+                ) -> linear_backward::Grads<Self> {
+                    $linear_backward(x, weight, grad, needed)
                 }
             )?
 
@@ -294,7 +319,13 @@ macro_rules! host_ops {
         }
     };
 }
-host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex, average = moving_average::flex);
+host_ops!(
+    burn::backend::Flex,
+    linear = flex_linear::linear,
+    linear_backward = linear_backward::flex,
+    adam = adam::flex,
+    average = moving_average::flex
+);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
@@ -374,6 +405,57 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => {
                 prep.finish(B::flash_attention(q.primitive, k.primitive, v.primitive, mask, scale, block))
             }
+        }
+    }
+
+    /// The inner backend's [`SeqBackend::fused_linear`] forward (burn-flex:
+    /// one GEMM into rows that start as the bias) and its
+    /// [`SeqBackend::linear_backward`] as one node of the graph. Burn's
+    /// `linear` would run the inner backend's `linear` and Burn's backward
+    /// passes instead.
+    fn fused_linear(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct LinearBackward<const N: usize>;
+
+        impl<B: SeqBackend, const N: usize> Backward<B, N> for LinearBackward<N> {
+            /// Saved for the backward pass: x, the weight.
+            type State = (FloatTensor<B>, FloatTensor<B>);
+
+            fn backward(self, ops: Ops<Self::State, N>, grads: &mut Gradients, _: &mut Checkpointer) {
+                // Parents: x, the weight and, where the layer has one, the bias.
+                let mut parents = ops.parents.into_iter();
+                let [node_x, node_w, node_b] = [(); 3].map(|_| parents.next().flatten());
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, w) = ops.state;
+                let needed =
+                    linear_backward::Needed { x: node_x.is_some(), weight: node_w.is_some(), bias: node_b.is_some() };
+                let g = B::linear_backward(x, w, grad, needed);
+                for (node, g) in [(node_x, g.x), (node_w, g.weight), (node_b, g.bias)] {
+                    if let (Some(node), Some(g)) = (node, g) {
+                        grads.register::<B>(node.id, g);
+                    }
+                }
+            }
+        }
+
+        macro_rules! run {
+            ($n:literal, $nodes:expr, $bias:expr) => {
+                match LinearBackward::<$n>.prepare::<C>($nodes).compute_bound().stateful() {
+                    OpsKind::Tracked(prep) => {
+                        let y = B::fused_linear(x.primitive.clone(), weight.primitive.clone(), $bias);
+                        prep.finish((x.primitive, weight.primitive), y)
+                    }
+                    OpsKind::UnTracked(prep) => prep.finish(B::fused_linear(x.primitive, weight.primitive, $bias)),
+                }
+            };
+        }
+        match bias {
+            Some(b) => run!(3, [x.node.clone(), weight.node.clone(), b.node.clone()], Some(b.primitive)),
+            None => run!(2, [x.node.clone(), weight.node.clone()], None),
         }
     }
 
