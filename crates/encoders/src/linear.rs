@@ -44,6 +44,32 @@ mod tests {
         matches_burns::<Autodiff<Flex>>();
     }
 
+    /// Trained on burn-flex, the layer gives Burn's values and gradients to
+    /// the last bit, with K long enough for the GEMM to sum it in several
+    /// blocks: a seed trains the same run as before the host backward.
+    #[test]
+    fn trained_on_flex_it_is_burns_linear_to_the_bit() {
+        type A = Autodiff<Flex>;
+        let device = Default::default();
+        let linear = LinearConfig::new(1100, 7).init::<A>(&device);
+        let x = Tensor::<A, 3>::random([2, 3, 1100], Distribution::Normal(0.0, 1.0), &device).require_grad();
+        // Burn's linear on the rows, as `per_token` called it before (Burn's
+        // rank-3 linear sums the weight's gradient per batch first).
+        let theirs = linear.forward(x.clone().reshape([6, 1100])).reshape([2, 3, 7]);
+        let ours = per_token(&linear, x.clone());
+        let bits = |t: Tensor<Flex, 3>| {
+            t.into_data().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<_>>()
+        };
+        assert_eq!(bits(ours.clone().inner()), bits(theirs.clone().inner()), "values");
+        let w = Tensor::<A, 3>::random([2, 3, 7], Distribution::Normal(0.0, 1.0), &device);
+        let (g1, g2) = ((ours * w.clone()).sum().backward(), (theirs * w).sum().backward());
+        assert_eq!(bits(x.grad(&g1).unwrap()), bits(x.grad(&g2).unwrap()), "dx");
+        let dw = |g| linear.weight.grad(g).unwrap().unsqueeze::<3>();
+        assert_eq!(bits(dw(&g1)), bits(dw(&g2)), "dW");
+        let db = |g| linear.bias.as_ref().unwrap().grad(g).unwrap().unsqueeze::<3>();
+        assert_eq!(bits(db(&g1)), bits(db(&g2)), "db");
+    }
+
     fn matches_burns<B: TrainBackend>() {
         let device = Default::default();
         // With and without a bias; x tracked or a constant (the weight's

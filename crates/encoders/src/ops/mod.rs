@@ -51,7 +51,7 @@ use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
-use burn::tensor::TensorPrimitive;
+use burn::tensor::{TensorMetadata, TensorPrimitive};
 use flash_attention::{flash_backward, flash_forward};
 
 /// A backend that trains sequence encoders: autodiff over a [`SeqBackend`]
@@ -330,6 +330,23 @@ host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
 
+/// `x · w` by [`SeqBackend::fused_linear`] without a bias, then `+ b` as
+/// Burn's `linear` adds it: rounded as Burn's `linear` rounds (a bias
+/// added into the product's first partial sums rounds differently where
+/// the GEMM sums K in several blocks).
+fn tracked_linear<B: SeqBackend>(x: FloatTensor<B>, w: FloatTensor<B>, b: Option<FloatTensor<B>>) -> FloatTensor<B> {
+    let y = B::fused_linear(x, w, None);
+    match b {
+        Some(b) => {
+            let rank = y.shape().num_dims();
+            let mut dims = vec![1; rank - 1];
+            dims.push(b.shape().num_elements());
+            B::float_add(y, B::float_reshape(b, Shape::from(dims)))
+        }
+        None => y,
+    }
+}
+
 fn t<B: Backend, const D: usize>(p: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(p))
 }
@@ -408,11 +425,13 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
         }
     }
 
-    /// The inner backend's [`SeqBackend::fused_linear`] forward (burn-flex:
-    /// one GEMM into rows that start as the bias) and its
-    /// [`SeqBackend::linear_backward`] as one node of the graph. Burn's
-    /// `linear` would run the inner backend's `linear` and Burn's backward
-    /// passes instead.
+    /// A linear layer as one node of the graph whose backward pass is the
+    /// inner backend's [`SeqBackend::linear_backward`] (burn-flex: host
+    /// GEMMs), instead of Burn's `linear` and its backward passes. Trained,
+    /// the forward pass is the inner backend's product with the bias added
+    /// after it, as Burn's `linear` does ([`tracked_linear`]): the same
+    /// values to the last bit, so a seed gives the runs it gave before.
+    /// Untracked (inference), [`SeqBackend::fused_linear`].
     fn fused_linear(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -446,7 +465,7 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
             ($n:literal, $nodes:expr, $bias:expr) => {
                 match LinearBackward::<$n>.prepare::<C>($nodes).compute_bound().stateful() {
                     OpsKind::Tracked(prep) => {
-                        let y = B::fused_linear(x.primitive.clone(), weight.primitive.clone(), $bias);
+                        let y = tracked_linear::<B>(x.primitive.clone(), weight.primitive.clone(), $bias);
                         prep.finish((x.primitive, weight.primitive), y)
                     }
                     OpsKind::UnTracked(prep) => prep.finish(B::fused_linear(x.primitive, weight.primitive, $bias)),
