@@ -11,6 +11,7 @@
 pub mod attention;
 pub mod bilstm;
 pub mod dropout;
+pub mod embedding;
 pub mod features;
 pub mod footprint;
 pub mod input;

@@ -20,6 +20,9 @@
 //! - [`linear_backward`]: the linear layer's backward pass
 //!   ([`SeqBackend::linear_backward`]): Burn's by default, host GEMMs on
 //!   burn-flex's buffers.
+//! - [`embedding`]: the gradient of an embedding lookup
+//!   ([`SeqBackend::embedding_grad`]): Burn's by default, one pass on
+//!   burn-flex.
 //! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
 //!   composed by default, one in-place pass on burn-flex.
 //! - [`moving_average`]: one step of the weights' moving average
@@ -35,6 +38,7 @@
 pub mod adam;
 pub mod bf16_gemm;
 pub mod dense_attention;
+pub mod embedding;
 pub mod flash_attention;
 pub mod flex_linear;
 mod host;
@@ -50,7 +54,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::{FloatTensor, ModuleOps};
+use burn::tensor::ops::{FloatTensor, IntTensor, ModuleOps};
 use burn::tensor::{TensorMetadata, TensorPrimitive};
 use flash_attention::{flash_backward, flash_forward};
 
@@ -120,6 +124,20 @@ pub trait SeqBackend: Backend {
         needed: linear_backward::Needed,
     ) -> linear_backward::Grads<Self> {
         linear_backward::composed::<Self>(x, weight, grad, needed)
+    }
+
+    /// An embedding lookup: `weights [V, D]`, `ids [B, L]` → `[B, L, D]`
+    /// (Burn's `embedding`), whose gradient under autodiff is
+    /// [`SeqBackend::embedding_grad`].
+    fn embedding_lookup(weights: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::embedding(weights, ids)
+    }
+
+    /// The gradient of a table of `rows` rows from its lookup's output
+    /// gradient `[B, L, D]` (see [`embedding`]). Burn's `select_add` into
+    /// zeros by default; one pass on burn-flex.
+    fn embedding_grad(rows: usize, grad: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
+        embedding::composed::<Self>(rows, grad, ids)
     }
 
     /// One Adam update of a parameter (see [`adam`]): `(θ, m, v)` after
@@ -218,7 +236,7 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty $(, linear = $linear:path, linear_backward = $linear_backward:path, adam = $adam:path, average = $average:path)?) => {
+    ($backend:ty $(, linear = $linear:path, linear_backward = $linear_backward:path, embedding_grad = $embedding_grad:path, adam = $adam:path, average = $average:path)?) => {
         impl SeqBackend for $backend {
             $(
                 fn adam_step<const D: usize>(
@@ -254,6 +272,10 @@ macro_rules! host_ops {
                     needed: linear_backward::Needed,
                 ) -> linear_backward::Grads<Self> {
                     $linear_backward(x, weight, grad, needed)
+                }
+
+                fn embedding_grad(rows: usize, grad: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
+                    $embedding_grad(rows, grad, ids)
                 }
             )?
 
@@ -323,6 +345,7 @@ host_ops!(
     burn::backend::Flex,
     linear = flex_linear::linear,
     linear_backward = linear_backward::flex,
+    embedding_grad = embedding::flex,
     adam = adam::flex,
     average = moving_average::flex
 );
@@ -475,6 +498,33 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
         match bias {
             Some(b) => run!(3, [x.node.clone(), weight.node.clone(), b.node.clone()], Some(b.primitive)),
             None => run!(2, [x.node.clone(), weight.node.clone()], None),
+        }
+    }
+
+    /// The lookup as one node of the graph whose backward pass is the
+    /// inner backend's [`SeqBackend::embedding_grad`].
+    fn embedding_lookup(weights: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct EmbeddingBackward;
+
+        impl<B: SeqBackend> Backward<B, 1> for EmbeddingBackward {
+            /// Saved for the backward pass: the table's rows, the ids.
+            type State = (usize, IntTensor<B>);
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [node] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (rows, ids) = ops.state;
+                if let Some(node) = node {
+                    grads.register::<B>(node.id, B::embedding_grad(rows, grad, ids));
+                }
+            }
+        }
+
+        let rows = weights.primitive.shape()[0];
+        match EmbeddingBackward.prepare::<C>([weights.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((rows, ids.clone()), B::embedding_lookup(weights.primitive, ids)),
+            OpsKind::UnTracked(prep) => prep.finish(B::embedding_lookup(weights.primitive, ids)),
         }
     }
 
