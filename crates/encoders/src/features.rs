@@ -6,7 +6,6 @@
 //! al. 2017): whether a context token also occurs in its question.
 
 use crate::dropout::Dropout;
-use crate::embedding::lookup;
 use crate::input::Tokens;
 use crate::ops::SeqBackend;
 use crate::positional::Position;
@@ -256,7 +255,7 @@ impl<B: SeqBackend> Features<B> {
         cues: Option<&Tensor<B, 3, Int>>,
     ) -> Tensor<B, 3> {
         let [b, l] = input.dims();
-        let words = lookup(&self.word, input.words.clone()); // [B, L, Dw]
+        let words = self.word.forward(input.words.clone()); // [B, L, Dw]
         let mut parts = vec![words.clone()];
         if let (Some(emb), Some(cnn)) = (&self.char_emb, &self.char_cnn) {
             parts.push(char_features(emb, cnn, input.chars.clone()));
@@ -265,24 +264,24 @@ impl<B: SeqBackend> Features<B> {
             parts.push(char_transformer_features(emb, encoder, input.chars.clone()));
         }
         if let Some(caps) = &self.caps {
-            parts.push(lookup(caps, input.caps.clone()));
+            parts.push(caps.forward(input.caps.clone()));
         }
         if let Some(bigram) = &self.bigram {
-            parts.push(lookup(bigram, input.bigrams.clone())); // [B, L, Dbi]
+            parts.push(bigram.forward(input.bigrams.clone())); // [B, L, Dbi]
         }
         if let Some(emb) = &self.question_match {
-            parts.push(lookup(emb, question_match(input, question)));
+            parts.push(emb.forward(question_match(input, question)));
         }
         for (emb, &c) in self.cues.iter().zip(&self.cue_columns) {
             let ids = match cues {
                 Some(all) => all.clone().slice([0..b, 0..l, c..c + 1]).reshape([b, l]), // [B, L]
                 None => Tensor::zeros([b, l], &input.words.device()),
             };
-            parts.push(lookup(emb, ids));
+            parts.push(emb.forward(ids));
         }
         if let Some(align) = &self.align {
             parts.push(match question {
-                Some(q) => aligned(align, words, lookup(&self.word, q.words.clone()), q.mask.clone()),
+                Some(q) => aligned(align, words, self.word.forward(q.words.clone()), q.mask.clone()),
                 None => Tensor::zeros(words.dims(), &words.device()),
             });
         }

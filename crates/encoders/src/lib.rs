@@ -11,7 +11,6 @@
 pub mod attention;
 pub mod bilstm;
 pub mod dropout;
-pub mod embedding;
 pub mod features;
 pub mod footprint;
 pub mod input;

@@ -18,7 +18,7 @@ use burn::tensor::{Shape, TensorData, TensorMetadata};
 
 /// Products at least this large (m·n·k) let gemm use the thread pool,
 /// as burn-flex's own matmul does.
-pub(crate) const PARALLEL_WORK: usize = 192 * 192 * 192;
+const PARALLEL_WORK: usize = 192 * 192 * 192;
 
 /// `x [..., K] · w [K, O] + b [O]`; Burn's `linear` where an input is
 /// not a contiguous f32 buffer.

@@ -17,12 +17,6 @@
 //! - [`flex_linear`]: burn-flex's linear layer as one GEMM
 //!   ([`SeqBackend::fused_linear`]), in f32 or, at inference where
 //!   [`precision`] says so, in bf16 ([`bf16_gemm`]).
-//! - [`linear_backward`]: the linear layer's backward pass
-//!   ([`SeqBackend::linear_backward`]): Burn's by default, host GEMMs on
-//!   burn-flex's buffers.
-//! - [`embedding`]: the gradient of an embedding lookup
-//!   ([`SeqBackend::embedding_grad`]): Burn's by default, one pass on
-//!   burn-flex.
 //! - [`adam`]: one Adam update of a parameter ([`SeqBackend::adam_step`]):
 //!   composed by default, one in-place pass on burn-flex.
 //! - [`moving_average`]: one step of the weights' moving average
@@ -38,11 +32,9 @@
 pub mod adam;
 pub mod bf16_gemm;
 pub mod dense_attention;
-pub mod embedding;
 pub mod flash_attention;
 pub mod flex_linear;
 mod host;
-pub mod linear_backward;
 pub mod lstm_scan;
 pub mod moving_average;
 pub mod precision;
@@ -54,8 +46,8 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::Autodiff;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::ops::{FloatTensor, IntTensor, ModuleOps};
-use burn::tensor::{TensorMetadata, TensorPrimitive};
+use burn::tensor::ops::{FloatTensor, ModuleOps};
+use burn::tensor::TensorPrimitive;
 use flash_attention::{flash_backward, flash_forward};
 
 /// A backend that trains sequence encoders: autodiff over a [`SeqBackend`]
@@ -112,32 +104,6 @@ pub trait SeqBackend: Backend {
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::linear(x, weight, bias)
-    }
-
-    /// The gradients of [`SeqBackend::fused_linear`]'s tracked inputs from
-    /// its output's gradient (see [`linear_backward`]). Burn's passes by
-    /// default; host GEMMs on burn-flex.
-    fn linear_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
-        needed: linear_backward::Needed,
-    ) -> linear_backward::Grads<Self> {
-        linear_backward::composed::<Self>(x, weight, grad, needed)
-    }
-
-    /// An embedding lookup: `weights [V, D]`, `ids [B, L]` → `[B, L, D]`
-    /// (Burn's `embedding`), whose gradient under autodiff is
-    /// [`SeqBackend::embedding_grad`].
-    fn embedding_lookup(weights: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
-        <Self as ModuleOps<Self>>::embedding(weights, ids)
-    }
-
-    /// The gradient of a table of `rows` rows from its lookup's output
-    /// gradient `[B, L, D]` (see [`embedding`]). Burn's `select_add` into
-    /// zeros by default; one pass on burn-flex.
-    fn embedding_grad(rows: usize, grad: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
-        embedding::composed::<Self>(rows, grad, ids)
     }
 
     /// One Adam update of a parameter (see [`adam`]): `(θ, m, v)` after
@@ -236,7 +202,7 @@ pub trait SeqBackend: Backend {
 /// attention (heads addressed by stride) as host loops, and train on parts
 /// of a batch concurrently.
 macro_rules! host_ops {
-    ($backend:ty $(, linear = $linear:path, linear_backward = $linear_backward:path, embedding_grad = $embedding_grad:path, adam = $adam:path, average = $average:path)?) => {
+    ($backend:ty $(, linear = $linear:path, adam = $adam:path, average = $average:path)?) => {
         impl SeqBackend for $backend {
             $(
                 fn adam_step<const D: usize>(
@@ -263,19 +229,6 @@ macro_rules! host_ops {
                     bias: Option<FloatTensor<Self>>,
                 ) -> FloatTensor<Self> {
                     $linear(x, weight, bias)
-                }
-
-                fn linear_backward(
-                    x: FloatTensor<Self>,
-                    weight: FloatTensor<Self>,
-                    grad: FloatTensor<Self>,
-                    needed: linear_backward::Needed,
-                ) -> linear_backward::Grads<Self> {
-                    $linear_backward(x, weight, grad, needed)
-                }
-
-                fn embedding_grad(rows: usize, grad: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
-                    $embedding_grad(rows, grad, ids)
                 }
             )?
 
@@ -341,34 +294,10 @@ macro_rules! host_ops {
         }
     };
 }
-host_ops!(
-    burn::backend::Flex,
-    linear = flex_linear::linear,
-    linear_backward = linear_backward::flex,
-    embedding_grad = embedding::flex,
-    adam = adam::flex,
-    average = moving_average::flex
-);
+host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex, average = moving_average::flex);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
 impl SeqBackend for burn::backend::Cuda {}
-
-/// `x · w` by [`SeqBackend::fused_linear`] without a bias, then `+ b` as
-/// Burn's `linear` adds it: rounded as Burn's `linear` rounds (a bias
-/// added into the product's first partial sums rounds differently where
-/// the GEMM sums K in several blocks).
-fn tracked_linear<B: SeqBackend>(x: FloatTensor<B>, w: FloatTensor<B>, b: Option<FloatTensor<B>>) -> FloatTensor<B> {
-    let y = B::fused_linear(x, w, None);
-    match b {
-        Some(b) => {
-            let rank = y.shape().num_dims();
-            let mut dims = vec![1; rank - 1];
-            dims.push(b.shape().num_elements());
-            B::float_add(y, B::float_reshape(b, Shape::from(dims)))
-        }
-        None => y,
-    }
-}
 
 fn t<B: Backend, const D: usize>(p: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(p))
@@ -445,86 +374,6 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
             OpsKind::UnTracked(prep) => {
                 prep.finish(B::flash_attention(q.primitive, k.primitive, v.primitive, mask, scale, block))
             }
-        }
-    }
-
-    /// A linear layer as one node of the graph whose backward pass is the
-    /// inner backend's [`SeqBackend::linear_backward`] (burn-flex: host
-    /// GEMMs), instead of Burn's `linear` and its backward passes. Trained,
-    /// the forward pass is the inner backend's product with the bias added
-    /// after it, as Burn's `linear` does ([`tracked_linear`]): the same
-    /// values to the last bit, so a seed gives the runs it gave before.
-    /// Untracked (inference), [`SeqBackend::fused_linear`].
-    fn fused_linear(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        bias: Option<FloatTensor<Self>>,
-    ) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct LinearBackward<const N: usize>;
-
-        impl<B: SeqBackend, const N: usize> Backward<B, N> for LinearBackward<N> {
-            /// Saved for the backward pass: x, the weight.
-            type State = (FloatTensor<B>, FloatTensor<B>);
-
-            fn backward(self, ops: Ops<Self::State, N>, grads: &mut Gradients, _: &mut Checkpointer) {
-                // Parents: x, the weight and, where the layer has one, the bias.
-                let mut parents = ops.parents.into_iter();
-                let [node_x, node_w, node_b] = [(); 3].map(|_| parents.next().flatten());
-                let grad = grads.consume::<B>(&ops.node);
-                let (x, w) = ops.state;
-                let needed =
-                    linear_backward::Needed { x: node_x.is_some(), weight: node_w.is_some(), bias: node_b.is_some() };
-                let g = B::linear_backward(x, w, grad, needed);
-                for (node, g) in [(node_x, g.x), (node_w, g.weight), (node_b, g.bias)] {
-                    if let (Some(node), Some(g)) = (node, g) {
-                        grads.register::<B>(node.id, g);
-                    }
-                }
-            }
-        }
-
-        macro_rules! run {
-            ($n:literal, $nodes:expr, $bias:expr) => {
-                match LinearBackward::<$n>.prepare::<C>($nodes).compute_bound().stateful() {
-                    OpsKind::Tracked(prep) => {
-                        let y = tracked_linear::<B>(x.primitive.clone(), weight.primitive.clone(), $bias);
-                        prep.finish((x.primitive, weight.primitive), y)
-                    }
-                    OpsKind::UnTracked(prep) => prep.finish(B::fused_linear(x.primitive, weight.primitive, $bias)),
-                }
-            };
-        }
-        match bias {
-            Some(b) => run!(3, [x.node.clone(), weight.node.clone(), b.node.clone()], Some(b.primitive)),
-            None => run!(2, [x.node.clone(), weight.node.clone()], None),
-        }
-    }
-
-    /// The lookup as one node of the graph whose backward pass is the
-    /// inner backend's [`SeqBackend::embedding_grad`].
-    fn embedding_lookup(weights: FloatTensor<Self>, ids: IntTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct EmbeddingBackward;
-
-        impl<B: SeqBackend> Backward<B, 1> for EmbeddingBackward {
-            /// Saved for the backward pass: the table's rows, the ids.
-            type State = (usize, IntTensor<B>);
-
-            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [node] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (rows, ids) = ops.state;
-                if let Some(node) = node {
-                    grads.register::<B>(node.id, B::embedding_grad(rows, grad, ids));
-                }
-            }
-        }
-
-        let rows = weights.primitive.shape()[0];
-        match EmbeddingBackward.prepare::<C>([weights.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish((rows, ids.clone()), B::embedding_lookup(weights.primitive, ids)),
-            OpsKind::UnTracked(prep) => prep.finish(B::embedding_lookup(weights.primitive, ids)),
         }
     }
 
