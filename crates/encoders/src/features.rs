@@ -15,7 +15,6 @@ use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, PaddingConfig1d};
 use burn::prelude::*;
 use burn::tensor::activation::{relu, softmax};
-use burn::tensor::module::embedding;
 use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
 
@@ -354,46 +353,13 @@ fn char_transformer_features<B: SeqBackend>(
 /// Padding characters are zero vectors (as the CNN's own edge padding), and
 /// the max only covers real characters, so a word's features do not depend
 /// on how long the other words of its batch are.
-fn char_features<B: Backend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<B, 3, Int>) -> Tensor<B, 3> {
+fn char_features<B: SeqBackend>(emb: &Embedding<B>, cnn: &Conv1d<B>, chars: Tensor<B, 3, Int>) -> Tensor<B, 3> {
     let [b, l, w] = chars.dims();
-    let n = b * l;
-    let [f, c, k] = cnn.weight.dims();
-    let (before, after) = ((k - 1) / 2, k - 1 - (k - 1) / 2);
-    let flat = chars.reshape([n, w]); // [N, W] with N = B·L, 0 at padding
-    let device = flat.device();
-    let real = flat.clone().greater_elem(0).float(); // [N, W]
-
-    // The convolution as one product (im2col): each position's window of K
-    // characters side by side, [N·W, K·C], against the kernel as [F, K·C].
-    // Same as `cnn.forward` on [N, C, W] ('same' padding, stride 1), without
-    // its transposes and copies into a 3-d convolution. The windows are
-    // gathered straight from the embedding table by their character ids
-    // (id 0 beyond the word's edges, as at padding), from a table whose
-    // row 0 is zeroed: padding characters are zero vectors, and no
-    // [N, W, C] embedding is padded, sliced and copied K times.
-    let pad = |len: usize| Tensor::<B, 2, Int>::zeros([n, len], &device);
-    let ids = Tensor::cat(vec![pad(before), flat, pad(after)], 1); // [N, W+K−1]
-    let windows = Tensor::stack::<3>((0..k).map(|o| ids.clone().slice([0..n, o..o + w])).collect(), 2); // [N, W, K]
-    let vocab = emb.weight.dims()[0];
-    let not_padding = Tensor::<B, 1>::ones([vocab], &device).slice_assign([0..1], Tensor::zeros([1], &device));
-    let table = emb.weight.val() * not_padding.reshape([vocab, 1]); // [V, C], row 0 zero
-    let windows = embedding(table, windows.reshape([n, w * k])).reshape([n * w, k * c]); // [N·W, K·C]
-
-    // weight [F, C, K] → [F, K, C] → [F, K·C], columns in the windows' order
-    // (offset, channel). Filters first, so that the max over each word's
-    // characters runs along the last, contiguous dimension.
-    let kernel = cnn.weight.val().permute([0, 2, 1]).reshape([f, k * c]);
-    let mut conv = kernel.matmul(windows.transpose()); // [F, N·W]
-    if let Some(bias) = &cnn.bias {
-        conv = conv + bias.val().reshape([f, 1]);
-    }
-
-    // Max over real characters only (padding positions get −1e4 added), and
-    // zeros for words with no characters at all (padding tokens).
-    let real = real.reshape([1, n * w]);
-    let pooled = (conv + (real.clone() - 1.0) * 1.0e4).reshape([f, n, w]).max_dim(2).reshape([f, n]);
-    let any = real.reshape([1, n, w]).max_dim(2).reshape([1, n]);
-    (pooled * any).transpose().reshape([b, l, f]) // [B, L, F]
+    let flat = chars.reshape([b * l, w]); // [N, W] with N = B·L, 0 at padding
+    let bias = cnn.bias.as_ref().map(|bias| bias.val());
+    let pooled = B::char_cnn(emb.weight.val(), cnn.weight.val(), bias, flat); // [N, F]
+    let f = pooled.dims()[1];
+    pooled.reshape([b, l, f]) // [B, L, F]
 }
 
 #[cfg(test)]

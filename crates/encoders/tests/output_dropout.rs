@@ -46,7 +46,14 @@ fn output_dropout_acts_in_training_only_and_keeps_the_expectation() {
     let valid = |m: &Tagger<AD>| common::values(m.valid().forward(&infer, false).unwrap().emissions);
     let reference = valid(&off);
     assert_eq!(valid(&on), reference);
-    assert_eq!(emissions(&off), reference, "no dropout anywhere: training forward = inference");
+    // No dropout anywhere: the training forward is inference, up to the
+    // order of the character CNN's sums (a product in training, per-offset
+    // tables at inference on the CPU backends: `encoders::ops::char_cnn`).
+    let training = emissions(&off);
+    assert_eq!(training.len(), reference.len());
+    for (i, (t, r)) in training.iter().zip(&reference).enumerate() {
+        assert!((t - r).abs() <= 1e-5 * (1.0 + r.abs()), "emission {i}: training forward {t}, inference {r}");
+    }
 
     // Training: the emissions move, the same seed draws the same masks.
     encoders::dropout::seed(11);

@@ -21,6 +21,9 @@
 //!   composed by default, one in-place pass on burn-flex.
 //! - [`moving_average`]: one step of the weights' moving average
 //!   ([`SeqBackend::average_step`]): likewise.
+//! - [`char_cnn`]: the character CNN's features ([`SeqBackend::char_cnn`]):
+//!   composed (im2col and one product) by default and in training, by
+//!   per-offset lookup tables at inference on the CPU backends.
 //!
 //! This file holds the trait, whose default methods are the composed
 //! passes; its impls for the CPU backends (`host_ops!`: the host loops)
@@ -31,6 +34,7 @@
 
 pub mod adam;
 pub mod bf16_gemm;
+pub mod char_cnn;
 pub mod dense_attention;
 pub mod flash_attention;
 pub mod flex_linear;
@@ -104,6 +108,21 @@ pub trait SeqBackend: Backend {
         bias: Option<FloatTensor<Self>>,
     ) -> FloatTensor<Self> {
         <Self as ModuleOps<Self>>::linear(x, weight, bias)
+    }
+
+    /// The character CNN's features (see [`char_cnn`]): `table [V, C]`
+    /// (row 0, padding, read as zeros), `kernel [F, C, K]`, `bias [F]`,
+    /// `chars [N, W]` → `[N, F]`, each word's max over its real characters.
+    /// Composed from Burn's operations by default (and so under autodiff,
+    /// whose training pass this is); the CPU backends' inference looks up
+    /// per-offset tables instead.
+    fn char_cnn(
+        table: Tensor<Self, 2>,
+        kernel: Tensor<Self, 3>,
+        bias: Option<Tensor<Self, 1>>,
+        chars: Tensor<Self, 2, Int>,
+    ) -> Tensor<Self, 2> {
+        char_cnn::composed(table, kernel, bias, chars)
     }
 
     /// One Adam update of a parameter (see [`adam`]): `(θ, m, v)` after
@@ -234,6 +253,15 @@ macro_rules! host_ops {
 
             fn train_shards(sentences: usize) -> usize {
                 (sentences / 16).max(1)
+            }
+
+            fn char_cnn(
+                table: Tensor<Self, 2>,
+                kernel: Tensor<Self, 3>,
+                bias: Option<Tensor<Self, 1>>,
+                chars: Tensor<Self, 2, Int>,
+            ) -> Tensor<Self, 2> {
+                char_cnn::host::forward(table, kernel, bias, chars)
             }
 
             fn shape_buckets() -> bool {
