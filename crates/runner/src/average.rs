@@ -1,22 +1,60 @@
-//! Weight averaging: an exponential moving average of the weights over the
-//! training steps (Polyak averaging, as in TensorFlow's
-//! `ExponentialMovingAverage` and timm's `ModelEmaV2`). The averaged weights
-//! are what dev F1 is measured on and what the run saves, so it costs
-//! nothing at inference: the model has the same shape, only other weights.
+//! Weight averaging, two ways; either is what dev F1 is measured on and
+//! what the run saves, so it costs nothing at inference: the model has the
+//! same shape, only other weights.
 //!
-//! The average starts at the weights after the first step; after step
-//! `n` > 1, `avg ← k·avg + (1 − k)·w` with `k = min(decay, (1 + n) / (10 + n))`:
-//! early on, while the weights move fast, the average follows them closely.
+//! - [`Weighting::Exponential`] (`train.average_decay`): an exponential
+//!   moving average of the weights over the training steps (Polyak
+//!   averaging, as in TensorFlow's `ExponentialMovingAverage` and timm's
+//!   `ModelEmaV2`). The average starts at the weights after the first
+//!   step; after step `n` > 1, `avg ← k·avg + (1 − k)·w` with
+//!   `k = min(decay, (1 + n) / (10 + n))`: early on, while the weights move
+//!   fast, the average follows them closely.
+//! - [`Weighting::Epochs`] (`train.swa_start`): stochastic weight averaging
+//!   (Izmailov et al. 2018; PyTorch's `swa_utils.AveragedModel`), the plain
+//!   mean of the weights at the end of each epoch from the start epoch on:
+//!   after the `n`-th of them, `avg ← (n − 1)/n · avg + 1/n · w`.
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
 use encoders::ops::SeqBackend;
 use encoders::Tagger;
 
+use crate::config::TrainConfig;
+
+/// How an [`Average`] weighs the weights it folds in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Weighting {
+    /// After every step, an exponential moving average with this decay.
+    Exponential(f64),
+    /// At the end of each epoch from this one on, the plain mean.
+    Epochs(usize),
+}
+
+impl Weighting {
+    /// The run's averaging, if it averages (`train.average_decay`,
+    /// `train.swa_start`; the config allows one of them at most).
+    pub fn of(t: &TrainConfig) -> Option<Weighting> {
+        if t.swa_start > 0 {
+            Some(Weighting::Epochs(t.swa_start))
+        } else {
+            (t.average_decay > 0.0).then_some(Weighting::Exponential(t.average_decay))
+        }
+    }
+
+    /// How many updates an average has had after `epochs` whole epochs
+    /// and `steps` steps.
+    pub fn updates(self, epochs: usize, steps: usize) -> usize {
+        match self {
+            Weighting::Exponential(_) => steps,
+            Weighting::Epochs(start) => (epochs + 1).saturating_sub(start),
+        }
+    }
+}
+
 /// The running average of a tagger's weights.
 #[derive(Clone, Debug)]
 pub struct Average<B: Backend> {
-    decay: f64,
+    weighting: Weighting,
     /// Updates so far.
     updates: usize,
     /// `None` before the first update.
@@ -24,20 +62,25 @@ pub struct Average<B: Backend> {
 }
 
 impl<B: SeqBackend> Average<B> {
-    /// An average of the weights of the steps after the first `updates`
-    /// (0 for a fresh run; a resumed run's steps, with its saved average
-    /// given by [`Self::with_model`]).
-    pub fn new(decay: f64, updates: usize) -> Self {
-        Average { decay, updates, model: None }
+    /// An average that has had `updates` updates (0 for a fresh run; for a
+    /// resumed run [`Weighting::updates`], with its saved average given by
+    /// [`Self::with_model`]).
+    pub fn new(weighting: Weighting, updates: usize) -> Self {
+        Average { weighting, updates, model: None }
     }
 
     /// The weight the average keeps at the next update.
     fn keep(&self) -> f64 {
-        let n = (self.updates + 1) as f64;
-        self.decay.min((1.0 + n) / (10.0 + n))
+        match self.weighting {
+            Weighting::Exponential(decay) => {
+                let n = (self.updates + 1) as f64;
+                decay.min((1.0 + n) / (10.0 + n))
+            }
+            Weighting::Epochs(_) => self.updates as f64 / (self.updates + 1) as f64,
+        }
     }
 
-    /// Folds `model`'s weights (after one more step) into the average.
+    /// Folds `model`'s weights (after one more step, or epoch) into the average.
     pub fn update(&mut self, model: &Tagger<B>) {
         let keep = self.keep();
         self.model = Some(match self.model.take() {
@@ -54,9 +97,8 @@ impl<B: SeqBackend> Average<B> {
         self.updates += 1;
     }
 
-    /// The decay per step (`train.average_decay`).
-    pub fn decay(&self) -> f64 {
-        self.decay
+    pub fn weighting(&self) -> Weighting {
+        self.weighting
     }
 
     /// The averaged weights (none before the first update).
@@ -138,7 +180,7 @@ mod tests {
         let steps: Vec<Tagger<B>> = (1..=5).map(tagger).collect();
         let step_weights: Vec<Vec<f32>> = steps.iter().map(weights).collect();
         for decay in [0.2, 0.999] {
-            let mut avg = Average::new(decay, 0);
+            let mut avg = Average::new(Weighting::Exponential(decay), 0);
             assert!(avg.model().is_none());
             let mut want = step_weights[0].clone();
             for (n, model) in steps.iter().enumerate() {
@@ -159,8 +201,31 @@ mod tests {
             assert_ne!(weights(avg.model().unwrap()), step_weights[4]);
         }
         // Keeps: the warm-up (3/12 at the second update), then the decay.
-        let at = |decay: f64, updates: usize| Average::<B>::new(decay, updates).keep();
+        let at = |decay: f64, updates: usize| Average::<B>::new(Weighting::Exponential(decay), updates).keep();
         assert!((at(0.999, 1) - 3.0 / 12.0).abs() < 1e-12);
         assert_eq!(at(0.9, 10_000), 0.9);
+    }
+
+    /// Stochastic weight averaging: the plain mean of the models folded in,
+    /// weight by weight, whatever their number; and the updates a resumed
+    /// run's average has had, counted from the start epoch.
+    #[test]
+    fn epoch_weighting_is_the_plain_mean() {
+        let _rng = crate::testing::backend_rng();
+        let models: Vec<Tagger<B>> = (1..=4).map(tagger).collect();
+        let each: Vec<Vec<f32>> = models.iter().map(weights).collect();
+        let mut avg = Average::new(Weighting::Epochs(3), 0);
+        for (n, model) in models.iter().enumerate() {
+            avg.update(model);
+            let got = weights(avg.model().unwrap());
+            for (i, g) in got.iter().enumerate() {
+                let mean = each[..=n].iter().map(|w| w[i] as f64).sum::<f64>() / (n + 1) as f64;
+                assert!((*g as f64 - mean).abs() < 1e-5, "after {} updates, weight {i}: {g} vs {mean}", n + 1);
+            }
+        }
+        // Epochs 3, 4 and 5 are averaged after 5 whole epochs; none after 2.
+        assert_eq!(Weighting::Epochs(3).updates(5, 999), 3);
+        assert_eq!(Weighting::Epochs(3).updates(2, 999), 0);
+        assert_eq!(Weighting::Exponential(0.9).updates(5, 999), 999);
     }
 }

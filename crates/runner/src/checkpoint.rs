@@ -75,9 +75,11 @@ pub fn load<B: TrainBackend>(
                 Opt::AdamW(x) => Opt::AdamW(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
                 Opt::Sgd(x) => Opt::Sgd(x.load_record(rundir::load_record::<B, _>(&o, device)?)),
             };
-            let decay = learner.average().map_or(0.0, |x| x.decay());
-            let mut resumed = Learner::new(model, opt, learner.word_dropout).averaging(decay, state.step);
-            if decay > 0.0 && a.exists() {
+            let weighting = learner.average().map(|x| x.weighting());
+            let saved = weighting.is_some() && a.exists();
+            let updates = weighting.filter(|_| saved).map_or(0, |w| w.updates(state.epoch, state.step));
+            let mut resumed = Learner::new(model, opt, learner.word_dropout).averaging(weighting, updates);
+            if saved {
                 let average = rundir::load_module::<B::InnerBackend, _>(resumed.valid(), &a, device)?;
                 resumed.restore_average(average);
             }

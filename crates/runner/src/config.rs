@@ -196,6 +196,11 @@ pub struct TrainConfig {
     /// (0.999: about the last 1,000 steps); 0 turns it off. Free at
     /// inference ([`crate::average`]).
     pub average_decay: f64,
+    /// Stochastic weight averaging instead (Izmailov et al. 2018): from the
+    /// end of this epoch on, dev F1 is measured on, and the run saves, the
+    /// plain mean of the weights at the end of each epoch since; 0 turns it
+    /// off. One of `average_decay` and `swa_start` at most.
+    pub swa_start: usize,
     /// Evaluate on dev every this many epochs.
     pub eval_every: usize,
     /// Stop after the epoch during which this many minutes (training and
@@ -237,6 +242,7 @@ impl Default for TrainConfig {
             patience: 5,
             word_dropout: 0.0,
             average_decay: 0.0,
+            swa_start: 0,
             eval_every: 1,
             max_minutes: 0.0,
             max_memory: String::new(),
@@ -369,6 +375,13 @@ fn validate(cfg: &RunConfig) -> Result<()> {
     if !(0.0..1.0).contains(&cfg.train.average_decay) {
         bail!("train.average_decay must be in [0, 1), found {}", cfg.train.average_decay);
     }
+    if cfg.train.swa_start > 0 && cfg.train.average_decay > 0.0 {
+        bail!(
+            "train.swa_start = {} and train.average_decay = {} both average the weights; set one of them to 0",
+            cfg.train.swa_start,
+            cfg.train.average_decay
+        );
+    }
     if !(0.0..1.0).contains(&cfg.train.word_dropout) {
         bail!("train.word_dropout must be in [0, 1), found {}", cfg.train.word_dropout);
     }
@@ -407,6 +420,20 @@ mod tests {
         assert!(e.contains("`batch_size`"), "{e}");
         let e = load(None, &["train.bogus=1".into()]).unwrap_err().to_string();
         assert!(e.contains("unknown field `bogus`"), "{e}");
+    }
+
+    /// One weight average at a time: SWA alongside the exponential one is an
+    /// error that names both keys.
+    #[test]
+    fn swa_and_the_exponential_average_exclude_each_other() {
+        let both = ["train.swa_start=5".into(), "train.average_decay=0.999".into()];
+        let e = load(None, &both).unwrap_err().to_string();
+        assert!(e.contains("train.swa_start = 5 and train.average_decay = 0.999"), "{e}");
+        let swa = load(None, &["train.swa_start=5".into()]).unwrap();
+        assert_eq!(crate::average::Weighting::of(&swa.train), Some(crate::average::Weighting::Epochs(5)));
+        let ema = load(None, &["train.average_decay=0.9".into()]).unwrap();
+        assert_eq!(crate::average::Weighting::of(&ema.train), Some(crate::average::Weighting::Exponential(0.9)));
+        assert_eq!(crate::average::Weighting::of(&RunConfig::default().train), None);
     }
 
     #[test]
@@ -493,6 +520,7 @@ mod tests {
             ("train", "warmup_fraction", &["0.0", "0.5", "2.0"]),
             ("train", "word_dropout", &["0.0", "0.5", "1.0"]),
             ("train", "average_decay", &["0.0", "0.99", "1.0", "-0.5"]),
+            ("train", "swa_start", &["0", "3", "-1"]),
             ("train", "on_nan", &["\"stop\"", "\"skip\"", "\"ignore\""]),
             ("train", "checkpoint_every", &["0", "3"]),
             ("train", "max_memory", &["\"\"", "\"8GiB\"", "\"lots\""]),

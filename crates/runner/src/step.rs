@@ -3,7 +3,7 @@
 //! on the CPU), the finiteness check, the optimizer update.
 
 use crate::adam::FusedAdam;
-use crate::average::Average;
+use crate::average::{Average, Weighting};
 use crate::config::{OptimizerKind, RunConfig};
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::adaptor::OptimizerAdaptor;
@@ -85,11 +85,22 @@ impl<B: TrainBackend> Learner<B> {
         Learner { model: Some(model), opt, word_dropout, average: None }
     }
 
-    /// Keeps an average of the weights from here on (`train.average_decay`;
-    /// 0: none), `steps` taken so far.
-    pub fn averaging(mut self, decay: f64, steps: usize) -> Self {
-        self.average = (decay > 0.0).then(|| Average::new(decay, steps));
+    /// Keeps an average of the weights from here on ([`Weighting::of`] the
+    /// run's config; `None`: none), one that has had `updates` updates.
+    pub fn averaging(mut self, weighting: Option<Weighting>, updates: usize) -> Self {
+        self.average = weighting.map(|w| Average::new(w, updates));
         self
+    }
+
+    /// At the end of `epoch`: folds the weights into an average over
+    /// epochs once it has started ([`Weighting::Epochs`]).
+    pub fn end_epoch(&mut self, epoch: usize) {
+        let Some(average) = self.average.as_mut() else { return };
+        if let Weighting::Epochs(start) = average.weighting() {
+            if epoch >= start {
+                average.update(&self.model.as_ref().expect("the model is back after every step").valid());
+            }
+        }
     }
 
     /// The weight average, when the run keeps one.
@@ -154,7 +165,9 @@ impl<B: TrainBackend> Learner<B> {
             Some(_) => model,
         });
         if let (None, Some(average)) = (&bad, self.average.as_mut()) {
-            average.update(&self.model.as_ref().expect("just stepped").valid());
+            if let Weighting::Exponential(_) = average.weighting() {
+                average.update(&self.model.as_ref().expect("just stepped").valid());
+            }
         }
         Ok(bad.map_or(Outcome::Stepped(value), Outcome::Skipped))
     }
@@ -443,5 +456,54 @@ mod tests {
             let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device).unwrap();
             assert_ne!(other, runs[0].0, "{kind:?}: another seed draws other dropout masks");
         }
+    }
+
+    /// Every weight of a model on the inference backend, in module order.
+    fn weights(model: &Tagger<Flex>) -> Vec<f32> {
+        struct Collect(Vec<f32>);
+        impl ModuleVisitor<Flex> for Collect {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Flex, D>>) {
+                self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
+            }
+        }
+        let mut c = Collect(Vec::new());
+        model.visit(&mut c);
+        c.0
+    }
+
+    /// Stochastic weight averaging from epoch 2: after epoch 1 what is
+    /// evaluated is the model as it is; after epochs 2 and 3, the plain
+    /// mean of the weights at the ends of the epochs since; the steps in
+    /// between move the model, not the average.
+    #[test]
+    fn swa_averages_the_weights_at_the_ends_of_epochs_from_its_start() {
+        let _rng = crate::testing::backend_rng();
+        let device = Default::default();
+        let (model, batch) = setup(EncoderKind::Bilstm, 0.0);
+        let cfg = crate::testing::small_config(EncoderKind::Bilstm, 0.0);
+        let mut learner = Learner::new(model, Opt::<A>::new(&cfg), 0.0).averaging(Some(Weighting::Epochs(2)), 0);
+        let mut ends = Vec::new();
+        for epoch in 1..=3 {
+            for seed in 0..2 {
+                assert!(matches!(learner.step(&batch, seed, 0.01, &device).unwrap(), Outcome::Stepped(_)));
+                assert!(epoch > 1 || learner.average().unwrap().model().is_none(), "no average before epoch 2");
+            }
+            learner.end_epoch(epoch);
+            let now = weights(&learner.valid());
+            if epoch == 1 {
+                assert_eq!(weights(&learner.evaluated()), now);
+                continue;
+            }
+            ends.push(now);
+            let got = weights(&learner.evaluated());
+            for (i, g) in got.iter().enumerate() {
+                let mean = ends.iter().map(|w| w[i] as f64).sum::<f64>() / ends.len() as f64;
+                assert!((*g as f64 - mean).abs() < 1e-6, "epoch {epoch}, weight {i}: {g} vs the mean {mean}");
+            }
+        }
+        assert_ne!(ends[0], ends[1], "the steps moved the model");
+        let averaged = weights(&learner.evaluated());
+        learner.step(&batch, 9, 0.01, &device).unwrap();
+        assert_eq!(weights(&learner.evaluated()), averaged, "a step leaves the average over epochs alone");
     }
 }

@@ -128,8 +128,8 @@ where
         model: encoders::Tagger<B>,
         device: &'a B::Device,
     ) -> Result<Self> {
-        let mut learner =
-            Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout).averaging(cfg.train.average_decay, 0);
+        let averaging = crate::average::Weighting::of(&cfg.train);
+        let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout).averaging(averaging, 0);
         let (mut state, mut rows) = (TrainState::default(), Vec::new());
         if opts.resume {
             (learner, state) = checkpoint::load::<B>(learner, opts.out, device, opts.reporter)?;
@@ -352,6 +352,7 @@ where
             lr: sums.lr,
         };
         let evaluate_now = epoch % t.eval_every.max(1) == 0 || epoch == t.epochs;
+        self.learner.end_epoch(epoch);
         let inner = self.learner.evaluated();
         let dev = self.prep.split(SplitName::Dev);
         let (improved, selected) = match (dev, evaluate_now) {

@@ -525,18 +525,17 @@ fn start_until(args: &[String], dir: &Path, ready: impl Fn(&str) -> bool) -> std
     child
 }
 
-#[test]
-fn a_killed_run_resumes_to_the_same_metrics() {
-    let work = tempfile::tempdir().unwrap();
-    let whole = work.path().join("whole");
-    // With weight averaging, whose running average the checkpoints carry.
-    let average = ["--set", "train.average_decay=0.9"];
-    train("bilstm-crf.toml", &whole, "3", "6", &average);
+/// Trains 6 epochs with `average`'s settings whole, and again with
+/// checkpoints every 5 steps, killed inside epoch 2 and resumed past a
+/// damaged newest checkpoint: the same metrics. The resumed run's folder.
+fn killed_and_resumed_gives_the_whole_runs_metrics(work: &Path, average: &[&str]) -> PathBuf {
+    let whole = work.join("whole");
+    train("bilstm-crf.toml", &whole, "3", "6", average);
     // The same run with checkpoints every 5 steps, killed (SIGKILL) once
     // one inside epoch 2 is written: it resumes mid-epoch.
-    let cut = work.path().join("cut");
+    let cut = work.join("cut");
     let args =
-        train_args("bilstm-crf.toml", &cut, "3", "6", &[&average[..], &["--set", "train.checkpoint_every=5"]].concat());
+        train_args("bilstm-crf.toml", &cut, "3", "6", &[average, &["--set", "train.checkpoint_every=5"]].concat());
     let mut child = start_until(&args, &cut, |n| n.starts_with("checkpoint-e0001-b") && !n.contains("-b000000"));
     assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
     child.kill().unwrap();
@@ -557,6 +556,40 @@ fn a_killed_run_resumes_to_the_same_metrics() {
     assert_eq!(a, b, "resumed run differs from the uninterrupted one");
     let f1 = |d: &Path| json(&d.join("summary.json"))["test"]["f1"].as_f64().unwrap();
     assert_eq!(f1(&whole), f1(&cut));
+    // The weight average too, weight for weight (on toy data every epoch
+    // from the second scores dev F1 1.0, whatever the average holds).
+    let (a, b) = (last_average(&whole), last_average(&cut));
+    assert!(a.len() > 1000);
+    assert!(a == b, "the resumed run's weight average differs");
+    cut
+}
+
+/// Every weight of the average in a 6-epoch run's last checkpoint.
+fn last_average(dir: &Path) -> Vec<f32> {
+    use burn::module::{Module, ModuleVisitor, Param};
+    use burn::tensor::Tensor;
+    type B = burn::backend::NdArray<f32>;
+    struct Collect(Vec<f32>);
+    impl ModuleVisitor<B> for Collect {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
+        }
+    }
+    let run = runner::run::LoadedRun::load(dir).unwrap();
+    let device = Default::default();
+    let model = runner::model::build_model::<B>(&run.cfg, &run.vocabs, None, &device);
+    let average = dir.join("checkpoint-e0006-b000000.average");
+    let model = runner::rundir::load_module::<B, _>(model, &average, &device).unwrap();
+    let mut c = Collect(Vec::new());
+    model.visit(&mut c);
+    c.0
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_same_metrics() {
+    let work = tempfile::tempdir().unwrap();
+    // With weight averaging, whose running average the checkpoints carry.
+    let cut = killed_and_resumed_gives_the_whole_runs_metrics(work.path(), &["--set", "train.average_decay=0.9"]);
     // Nothing to resume: a clear error.
     let o = seqlab(&["train", "--resume", work.path().join("nope").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
@@ -564,6 +597,16 @@ fn a_killed_run_resumes_to_the_same_metrics() {
     // A fresh run into a folder with old checkpoints starts clean (they are removed).
     train("bilstm-crf.toml", &cut, "3", "1", &[]);
     assert_eq!(checkpoint_names(&cut), vec!["checkpoint-e0001-b000000.json".to_string()]);
+}
+
+/// Stochastic weight averaging from epoch 1: the checkpoint inside epoch 2
+/// carries the mean of one epoch's weights, which the resumed run must
+/// count as one.
+#[test]
+fn a_killed_run_with_swa_resumes_to_the_same_metrics() {
+    let work = tempfile::tempdir().unwrap();
+    let swa = ["--set", "train.average_decay=0", "--set", "train.swa_start=1"];
+    killed_and_resumed_gives_the_whole_runs_metrics(work.path(), &swa);
 }
 
 #[test]
