@@ -86,9 +86,7 @@ impl<B: SeqBackend> Average<B> {
         self.model = Some(match self.model.take() {
             None => model.clone(),
             Some(average) => {
-                let mut current = Flatten { params: Vec::new() };
-                model.visit(&mut current);
-                let mut blend = Blend { current: current.params.into_iter(), keep };
+                let mut blend = Blend { current: flatten(model).into_iter(), keep };
                 let average = average.map(&mut blend);
                 assert!(blend.current.next().is_none(), "the average and the model have the same parameters");
                 average
@@ -112,7 +110,13 @@ impl<B: SeqBackend> Average<B> {
     }
 }
 
-/// Every float parameter of a module, flattened, in visiting order.
+/// Every float parameter of a tagger, flattened, in visiting order.
+pub(crate) fn flatten<B: Backend>(model: &Tagger<B>) -> Vec<Tensor<B, 1>> {
+    let mut f = Flatten { params: Vec::new() };
+    model.visit(&mut f);
+    f.params
+}
+
 struct Flatten<B: Backend> {
     params: Vec<Tensor<B, 1>>,
 }
@@ -144,17 +148,12 @@ impl<B: SeqBackend> ModuleMapper<B> for Blend<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::weights;
     use burn::backend::NdArray;
     use corpus::Scheme;
     use encoders::{EncoderKind, TaggerConfig, TaggerShape};
 
     type B = NdArray<f32>;
-
-    fn weights(model: &Tagger<B>) -> Vec<f32> {
-        let mut f = Flatten { params: Vec::new() };
-        model.visit(&mut f);
-        f.params.into_iter().flat_map(|t| t.into_data().to_vec::<f32>().unwrap()).collect()
-    }
 
     fn tagger(seed: u64) -> Tagger<B> {
         let device = Default::default();

@@ -458,25 +458,13 @@ mod tests {
         }
     }
 
-    /// Every weight of a model on the inference backend, in module order.
-    fn weights(model: &Tagger<Flex>) -> Vec<f32> {
-        struct Collect(Vec<f32>);
-        impl ModuleVisitor<Flex> for Collect {
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Flex, D>>) {
-                self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
-            }
-        }
-        let mut c = Collect(Vec::new());
-        model.visit(&mut c);
-        c.0
-    }
-
     /// Stochastic weight averaging from epoch 2: after epoch 1 what is
     /// evaluated is the model as it is; after epochs 2 and 3, the plain
     /// mean of the weights at the ends of the epochs since; the steps in
     /// between move the model, not the average.
     #[test]
     fn swa_averages_the_weights_at_the_ends_of_epochs_from_its_start() {
+        use crate::testing::weights;
         let _rng = crate::testing::backend_rng();
         let device = Default::default();
         let (model, batch) = setup(EncoderKind::Bilstm, 0.0);

@@ -81,3 +81,9 @@ pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
         .collect();
     (vocabs, examples)
 }
+
+/// Every weight of a tagger, in module order.
+pub fn weights<B: burn::prelude::Backend>(model: &encoders::Tagger<B>) -> Vec<f32> {
+    let params = crate::average::flatten(model);
+    params.into_iter().flat_map(|t| t.into_data().to_vec::<f32>().unwrap()).collect()
+}
