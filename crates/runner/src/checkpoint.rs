@@ -78,7 +78,7 @@ pub fn load<B: TrainBackend>(
             let weighting = learner.average().map(|x| x.weighting());
             let saved = weighting.is_some() && a.exists();
             let updates = weighting.filter(|_| saved).map_or(0, |w| w.updates(state.epoch, state.step));
-            let mut resumed = Learner::new(model, opt, learner.word_dropout).averaging(weighting, updates);
+            let mut resumed = Learner::new(model, opt, learner.dropout).averaging(weighting, updates);
             if saved {
                 let average = rundir::load_module::<B::InnerBackend, _>(resumed.valid(), &a, device)?;
                 resumed.restore_average(average);

@@ -191,6 +191,10 @@ pub struct TrainConfig {
     /// Replace training words by `<unk>` with this probability (teaches the
     /// `<unk>` embedding, which test words unseen in training use).
     pub word_dropout: f64,
+    /// Replace each character of a training word by the character `<unk>`
+    /// with this probability (the character encoder's word dropout; teaches
+    /// the `<unk>` character, which test characters unseen in training use).
+    pub char_dropout: f64,
     /// Weight averaging: dev F1 is measured on, and the run saves, an
     /// exponential moving average of the weights with this decay per step
     /// (0.999: about the last 1,000 steps); 0 turns it off. Free at
@@ -241,6 +245,7 @@ impl Default for TrainConfig {
             grad_clip: 5.0,
             patience: 5,
             word_dropout: 0.0,
+            char_dropout: 0.0,
             average_decay: 0.0,
             swa_start: 0,
             eval_every: 1,
@@ -385,6 +390,9 @@ fn validate(cfg: &RunConfig) -> Result<()> {
     if !(0.0..1.0).contains(&cfg.train.word_dropout) {
         bail!("train.word_dropout must be in [0, 1), found {}", cfg.train.word_dropout);
     }
+    if !(0.0..1.0).contains(&cfg.train.char_dropout) {
+        bail!("train.char_dropout must be in [0, 1), found {}", cfg.train.char_dropout);
+    }
     if cfg.train.epochs == 0 {
         bail!("train.epochs must be at least 1");
     }
@@ -519,6 +527,7 @@ mod tests {
             ("train", "momentum", &["0.9", "1.0"]),
             ("train", "warmup_fraction", &["0.0", "0.5", "2.0"]),
             ("train", "word_dropout", &["0.0", "0.5", "1.0"]),
+            ("train", "char_dropout", &["0.0", "0.2", "1.0", "nan"]),
             ("train", "average_decay", &["0.0", "0.99", "1.0", "-0.5"]),
             ("train", "swa_start", &["0", "3", "-1"]),
             ("train", "on_nan", &["\"stop\"", "\"skip\"", "\"ignore\""]),

@@ -1,5 +1,5 @@
 //! The one training step, used by `seqlab train`, `bench train` and `bench
-//! memory`: word dropout, forward and backward (cut into concurrent parts
+//! memory`: word and character dropout, forward and backward (cut into concurrent parts
 //! on the CPU), the finiteness check, the optimizer update.
 
 use crate::adam::FusedAdam;
@@ -14,7 +14,7 @@ use burn::optim::{AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Opt
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use corpus::batch::Batch;
-use corpus::vocab::UNK_ID;
+use corpus::vocab::{PAD_ID, UNK_ID};
 use encoders::input::tags_tensor;
 use encoders::ops::TrainBackend;
 use encoders::tagger::TaggerError;
@@ -74,15 +74,15 @@ pub struct Learner<B: TrainBackend> {
     /// Always `Some` between steps (taken while the optimizer updates it).
     model: Option<Tagger<B>>,
     pub opt: Opt<B>,
-    /// Word dropout: a training token's word id becomes UNK with this probability.
-    pub word_dropout: f64,
+    /// Word and character dropout on the training batches.
+    pub dropout: TokenDropout,
     /// The running average of the weights, when the run averages them.
     average: Option<Average<B::InnerBackend>>,
 }
 
 impl<B: TrainBackend> Learner<B> {
-    pub fn new(model: Tagger<B>, opt: Opt<B>, word_dropout: f64) -> Self {
-        Learner { model: Some(model), opt, word_dropout, average: None }
+    pub fn new(model: Tagger<B>, opt: Opt<B>, dropout: TokenDropout) -> Self {
+        Learner { model: Some(model), opt, dropout, average: None }
     }
 
     /// Keeps an average of the weights from here on ([`Weighting::of`] the
@@ -132,15 +132,15 @@ impl<B: TrainBackend> Learner<B> {
     }
 
     /// One training step on `batch` at learning rate `lr`, every random draw
-    /// (dropout masks, word dropout) from `seed`: the mean loss, or why the
+    /// (dropout masks, word and character dropout) from `seed`: the mean loss, or why the
     /// step was not taken (a non-finite loss or gradient; the model is then
     /// unchanged). An error when the batch does not fit the tagger's
     /// question mode.
     pub fn step(&mut self, batch: &Batch, seed: u64, lr: f64, device: &B::Device) -> Result<Outcome, TaggerError> {
         encoders::dropout::seed_all::<B>(device, seed);
         let dropped;
-        let batch = if self.word_dropout > 0.0 {
-            dropped = word_dropout(batch, self.word_dropout, seed);
+        let batch = if self.dropout.any() {
+            dropped = self.dropout.apply(batch, seed);
             &dropped
         } else {
             batch
@@ -173,28 +173,62 @@ impl<B: TrainBackend> Learner<B> {
     }
 }
 
-/// `batch` with each real token's word id replaced by UNK with
-/// probability `p` (the tagged sentences' words, not the questions'), and,
-/// when the tagger reads character bigrams, each bigram id too, drawn
-/// independently after the words (so that a run without bigrams drops the
-/// same words as before): the `<unk>` rows learn what an unseen item reads.
-fn word_dropout(batch: &Batch, p: f64, seed: u64) -> Batch {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut batch = batch.clone();
-    let context = batch.context_mut();
-    let has_bigrams = context.bigrams.iter().any(|&g| g != 0);
-    let mut ids = vec![&mut context.words];
-    if has_bigrams {
-        ids.push(&mut context.bigrams);
+/// Dropout of whole items of the input: a training token's word id (and
+/// its character bigram's) becomes `<unk>` with probability `word`, each
+/// character of a training word becomes the character `<unk>` with
+/// probability `char`. The `<unk>` rows learn what an unseen word,
+/// bigram or character reads; `word` is the flair/NCRF++ word dropout,
+/// `char` its analogue for the character encoder.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TokenDropout {
+    pub word: f64,
+    pub char: f64,
+}
+
+impl TokenDropout {
+    /// The run's (`train.word_dropout`, `train.char_dropout`).
+    pub fn of(cfg: &RunConfig) -> Self {
+        TokenDropout { word: cfg.train.word_dropout, char: cfg.train.char_dropout }
     }
-    for column in ids {
-        for (w, &real) in column.iter_mut().zip(&context.mask) {
-            if real && rng.random_bool(p) {
-                *w = UNK_ID as i64;
+
+    /// Whether it drops anything.
+    pub fn any(&self) -> bool {
+        self.word > 0.0 || self.char > 0.0
+    }
+
+    /// `batch` with the tagged sentences' items dropped (not the
+    /// questions'), drawn from `seed`: the words first, then, when the
+    /// tagger reads character bigrams, the bigrams, then the characters, so
+    /// that a run without bigrams or character dropout drops the same words
+    /// as before.
+    pub fn apply(&self, batch: &Batch, seed: u64) -> Batch {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut batch = batch.clone();
+        let context = batch.context_mut();
+        if self.word > 0.0 {
+            let has_bigrams = context.bigrams.iter().any(|&g| g != 0);
+            let mut ids = vec![&mut context.words];
+            if has_bigrams {
+                ids.push(&mut context.bigrams);
+            }
+            for column in ids {
+                for (w, &real) in column.iter_mut().zip(&context.mask) {
+                    if real && rng.random_bool(self.word) {
+                        *w = UNK_ID as i64;
+                    }
+                }
             }
         }
+        if self.char > 0.0 {
+            // Padding characters (of short words and of padding tokens) are 0.
+            for c in context.chars.iter_mut().filter(|c| **c != PAD_ID as i64) {
+                if rng.random_bool(self.char) {
+                    *c = UNK_ID as i64;
+                }
+            }
+        }
+        batch
     }
-    batch
 }
 
 /// The mean loss of a training batch and its gradients. The batch is cut
@@ -396,6 +430,55 @@ mod tests {
         model.visit(&mut Replace { grads, done: false, values: (fill, last) });
     }
 
+    /// A padded batch of 40 generated sentences.
+    fn toy_batch() -> Batch {
+        let (_, encoded) = crate::testing::toy_examples(40, 5, true);
+        Batch::pad(&encoded, &(0..encoded.len()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn character_dropout_turns_real_characters_into_unk_and_leaves_the_words_alone() {
+        let batch = toy_batch();
+        let before = batch.context();
+        let real_chars = before.chars.iter().filter(|&&c| c != PAD_ID as i64).count();
+        assert!(real_chars > 500, "{real_chars} characters");
+        let words_only = TokenDropout { word: 0.2, char: 0.0 }.apply(&batch, 7);
+        let both = TokenDropout { word: 0.2, char: 0.3 }.apply(&batch, 7);
+        // The same words are dropped with or without character dropout.
+        assert_eq!(both.context().words, words_only.context().words);
+        assert_ne!(both.context().words, before.words);
+        // Word dropout alone leaves the characters as they are.
+        assert_eq!(words_only.context().chars, before.chars);
+        let mut dropped = 0;
+        for (&was, &now) in before.chars.iter().zip(&both.context().chars) {
+            if was == PAD_ID as i64 {
+                assert_eq!(now, was, "padding stays padding");
+            } else if now != was {
+                assert_eq!(now, UNK_ID as i64, "a dropped character becomes <unk>");
+                dropped += 1;
+            }
+        }
+        // Characters that were <unk> already cannot be seen dropping; the
+        // toy data has none (every character is in the vocabulary).
+        let share = dropped as f64 / real_chars as f64;
+        assert!((share - 0.3).abs() < 0.05, "dropped {dropped} of {real_chars} characters ({share:.3})");
+        // The same seed drops the same characters; another seed others.
+        assert_eq!(TokenDropout { word: 0.2, char: 0.3 }.apply(&batch, 7).context().chars, both.context().chars);
+        assert_ne!(TokenDropout { word: 0.2, char: 0.3 }.apply(&batch, 8).context().chars, both.context().chars);
+    }
+
+    #[test]
+    fn character_dropout_alone_keeps_the_words_and_the_lengths() {
+        let batch = toy_batch();
+        let out = TokenDropout { word: 0.0, char: 0.5 }.apply(&batch, 3);
+        assert_eq!(out.context().words, batch.context().words);
+        assert_eq!(out.context().mask, batch.context().mask);
+        assert_eq!(out.context().lengths, batch.context().lengths);
+        assert_ne!(out.context().chars, batch.context().chars);
+        assert!(!TokenDropout::default().any());
+        assert!(TokenDropout { word: 0.0, char: 0.1 }.any());
+    }
+
     #[test]
     fn gradients_are_finite_unless_an_element_is_nan_or_infinite() {
         let device = Default::default();
@@ -469,7 +552,8 @@ mod tests {
         let device = Default::default();
         let (model, batch) = setup(EncoderKind::Bilstm, 0.0);
         let cfg = crate::testing::small_config(EncoderKind::Bilstm, 0.0);
-        let mut learner = Learner::new(model, Opt::<A>::new(&cfg), 0.0).averaging(Some(Weighting::Epochs(2)), 0);
+        let mut learner =
+            Learner::new(model, Opt::<A>::new(&cfg), TokenDropout::default()).averaging(Some(Weighting::Epochs(2)), 0);
         let mut ends = Vec::new();
         for epoch in 1..=3 {
             for seed in 0..2 {

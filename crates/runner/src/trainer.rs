@@ -12,7 +12,7 @@ use crate::prep::{EvalSplit, Prepared};
 use crate::report::Finished;
 use crate::reporter::{Progress, Reporter};
 use crate::rundir::{self, EpochRow, EpochSoFar, Summary, TrainState};
-use crate::step::{Learner, Opt, Outcome};
+use crate::step::{Learner, Opt, Outcome, TokenDropout};
 use anyhow::{bail, Result};
 use burn::module::Module;
 use corpus::batch::{plan_batches, Batch, PaddedBatch};
@@ -129,7 +129,7 @@ where
         device: &'a B::Device,
     ) -> Result<Self> {
         let averaging = crate::average::Weighting::of(&cfg.train);
-        let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout).averaging(averaging, 0);
+        let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg)).averaging(averaging, 0);
         let (mut state, mut rows) = (TrainState::default(), Vec::new());
         if opts.resume {
             (learner, state) = checkpoint::load::<B>(learner, opts.out, device, opts.reporter)?;

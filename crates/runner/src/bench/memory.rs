@@ -13,7 +13,7 @@ use super::median_seconds;
 use crate::config::RunConfig;
 use crate::memory::{self, StepShape};
 use crate::model::encoder_name;
-use crate::step::{Learner, Opt, Outcome};
+use crate::step::{Learner, Opt, Outcome, TokenDropout};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
@@ -220,7 +220,7 @@ pub fn training_step<B: TrainBackend>(
     let shape =
         StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len(), parts: B::train_shards };
     let estimate = memory::estimate(cfg, shape);
-    let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);
+    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg));
     let mut failed = None;
     let (seconds, peak, process_peak) =
         measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {

@@ -14,7 +14,7 @@ use crate::config::{self, RunConfig};
 use crate::infer::{self, Request};
 use crate::model::{build_model, decoder_name, encoder_name};
 use crate::prep::{self, Prepared};
-use crate::step::{Learner, Opt, Outcome};
+use crate::step::{Learner, Opt, Outcome, TokenDropout};
 use anyhow::{bail, Context, Result};
 use corpus::batch::{plan_batches, Batch, BatchSize, Example};
 use corpus::{Columns, Dataset, Prefix, Scheme, Sentence, Split, SplitName, Tag};
@@ -192,7 +192,7 @@ pub fn train<B: TrainBackend>(
     let batches: Vec<Batch> = training_batches(prep, opts).into_iter().map(encoders::input::shaped_for::<B>).collect();
     let warmup = opts.warmup.min(batches.len());
     let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
-    let mut learner = Learner::new(model, Opt::<B>::new(cfg), cfg.train.word_dropout);
+    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg));
     let mut run = |batches: &[Batch]| -> Result<f64> {
         let started = Instant::now();
         for b in batches {
