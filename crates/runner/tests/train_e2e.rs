@@ -219,7 +219,10 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         .iter()
         .map(|c| {
             let dir = work.path().join(c.trim_end_matches(".toml"));
-            train(c, &dir, "1", "3", &["--set", "train.warmup_fraction=0.1"]);
+            // Character dropout from the command line (words too, by the configs).
+            train(c, &dir, "1", "3", &["--set", "train.warmup_fraction=0.1", "--set", "train.char_dropout=0.1"]);
+            let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+            assert!(config.contains("char_dropout = 0.1"), "{config}");
             let m = metrics(&dir);
             assert!(m[2].0 < m[0].0, "{c}: loss did not fall: {m:?}");
             assert!(m[2].1 > 0.3, "{c}: dev F1 {m:?}");
