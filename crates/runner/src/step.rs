@@ -1,6 +1,6 @@
 //! The one training step, used by `seqlab train`, `bench train` and `bench
-//! memory`: word and character dropout, forward and backward (cut into concurrent parts
-//! on the CPU), the finiteness check, the optimizer update.
+//! memory`: word and character dropout, forward and backward (cut into
+//! concurrent parts on the CPU), the finiteness check, the optimizer update.
 
 use crate::adam::FusedAdam;
 use crate::average::{Average, Weighting};
@@ -132,9 +132,9 @@ impl<B: TrainBackend> Learner<B> {
     }
 
     /// One training step on `batch` at learning rate `lr`, every random draw
-    /// (dropout masks, word and character dropout) from `seed`: the mean loss, or why the
-    /// step was not taken (a non-finite loss or gradient; the model is then
-    /// unchanged). An error when the batch does not fit the tagger's
+    /// (dropout masks, word and character dropout) from `seed`: the mean
+    /// loss, or why the step was not taken (a non-finite loss or gradient;
+    /// the model is then unchanged). An error when the batch does not fit the tagger's
     /// question mode.
     pub fn step(&mut self, batch: &Batch, seed: u64, lr: f64, device: &B::Device) -> Result<Outcome, TaggerError> {
         encoders::dropout::seed_all::<B>(device, seed);
