@@ -18,7 +18,7 @@ fuzz SECONDS="600":
     SEQLAB_FUZZ_SECONDS={{SECONDS}} cargo test --locked -p corpus --test fuzz -- --nocapture --test-threads 2 fuzz_
     SEQLAB_FUZZ_SECONDS={{SECONDS}} cargo test --locked -p runner --lib -- --nocapture fuzz_config
 
-# Train a BiLSTM-CRF (words, char CNN, bigrams on Chinese data, weight averaging) on DATA.
+# Train a BiLSTM-CRF (words, char CNN with character dropout, bigrams on Chinese data, weight averaging) on DATA.
 train-bilstm DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/bilstm-crf.toml --data {{DATA}} {{ARGS}}
 
