@@ -481,6 +481,10 @@ mod tests {
 
     #[test]
     fn gradients_are_finite_unless_an_element_is_nan_or_infinite() {
+        // setup() seeds the backend's generator and builds a model that
+        // draws from it: hold the lock, or a test doing the same beside
+        // this one (the parts test) gets other weights.
+        let _rng = crate::testing::backend_rng();
         let device = Default::default();
         let (model, batch) = setup(EncoderKind::Bilstm, 0.0);
         let (_, grads) = loss_and_grads_in(&model, &batch, 1, 3, &device).unwrap();
