@@ -30,7 +30,8 @@ def main():
         print("| kernel cache | seconds | kernels compiled | kernels loaded from the cache |")
         print("|---|---:|---:|---:|")
         for r in rows:
-            secs = f"{r['seconds']:.1f}" if r.get("seconds") is not None else r.get("line", "failed")
+            secs = r.get("first_batch_seconds")
+            secs = f"{secs:.1f}" if secs is not None else f"no first batch within {r.get('limit', '?')} s"
             print(f"| {r['cache']} | {secs} | {r.get('compiled', '')} | {r.get('loaded', '')} |")
         print()
     rows = lines(out / "throughput.jsonl")
@@ -49,6 +50,18 @@ def main():
             ratio = f"{st / pt:.2f}×" if st and pt else ""
             fmt = lambda v, r: f"{v:,.0f}" if v else r.get("error", "not run")
             print(f"| {model} | {workload} | {fmt(st, s)} | {fmt(pt, p)} | {ratio} | {mib(s)} | {mib(p)} |")
+        print()
+    rows = lines(out / "f1.jsonl")
+    if rows:
+        print("## `seqlab train` on a dataset (compare with the same config, seed and epochs on the CPU)\n")
+        print("| config | data | seed | epochs (best) | test F1 | tokens/s | first batch s | wall s |")
+        print("|---|---|---:|---|---:|---:|---:|---:|")
+        for r in rows:
+            f1 = f"{r['test_f1']:.4f}" if "test_f1" in r else r.get("error", "failed")
+            tps = f"{r['tokens_per_second']:,.0f}" if r.get("tokens_per_second") else ""
+            fb = f"{r['first_batch_seconds']:.1f}" if r.get("first_batch_seconds") is not None else ""
+            print(f"| {r['config']} | {r['data']} | {r['seed']} | {r.get('epochs', '')} ({r.get('best_epoch', '')}) "
+                  f"| {f1} | {tps} | {fb} | {r['wall_seconds']} |")
         print()
     rows = lines(out / "attention.jsonl")
     if rows:
