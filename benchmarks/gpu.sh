@@ -183,12 +183,12 @@ section_f1() {
     local rc=$? wall=$((SECONDS - t0))
     cat "$work/f1.log" >> "$log"
     [ -f "$run/metrics.csv" ] && cp "$run/metrics.csv" "$OUT/f1-metrics.csv"
-    python3 - "$run" "$rc" "$wall" "$(grep -m1 'first batch done' "$work/f1.log")" "$F1_CONFIG" "$F1_DATA" "$F1_SEED" <<'PY' >> "$OUT/f1.jsonl"
-import csv, json, os, re, sys
-run, rc, wall, line, config, data, seed = sys.argv[1:]
+    local first="{$(first_batch_json "$(grep -m1 'first batch done' "$work/f1.log")")}"
+    python3 - "$run" "$rc" "$wall" "$first" "$F1_CONFIG" "$F1_DATA" "$F1_SEED" <<'PY' >> "$OUT/f1.jsonl"
+import csv, json, os, sys
+run, rc, wall, first, config, data, seed = sys.argv[1:]
 d = {"config": config, "data": os.path.basename(data.rstrip("/")), "seed": int(seed), "rc": int(rc), "wall_seconds": int(wall)}
-m = re.search(r"first batch done ([0-9.]+) s", line)
-d["first_batch_seconds"] = float(m.group(1)) if m else None
+d.update(json.loads(first))
 try:
     s = json.load(open(os.path.join(run, "summary.json")))
     d.update(test_f1=s["test"]["f1"], best_epoch=s.get("best_epoch"), tokens_per_second=s.get("tokens_per_second"))
