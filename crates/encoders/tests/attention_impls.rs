@@ -8,7 +8,7 @@ use burn::backend::{Autodiff, NdArray};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData, TensorPrimitive};
-use common::{assert_close_relative, mask, values};
+use common::{assert_close_relative, mask, seeded, values};
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
 use encoders::ops::SeqBackend;
 
@@ -39,7 +39,7 @@ fn both<Bk: SeqBackend>(
 #[test]
 fn chunked_forward_equals_dense_with_padding() {
     let dev = Default::default();
-    B::seed(&dev, 3);
+    let _rng = seeded::<B>(&dev, 3);
     let m = mha::<B>(false, true, &dev);
     for (l, block) in [(13usize, 4usize), (16, 16), (9, 64), (21, 5)] {
         let x = Tensor::<B, 3>::random([3, l, 16], Distribution::Normal(0.0, 1.0), &dev);
@@ -52,7 +52,7 @@ fn chunked_forward_equals_dense_with_padding() {
 #[test]
 fn local_forward_equals_dense_with_a_band_mask() {
     let dev = Default::default();
-    B::seed(&dev, 4);
+    let _rng = seeded::<B>(&dev, 4);
     for relative in [false, true] {
         let m = mha::<B>(relative, !relative, &dev);
         for (l, w) in [(13usize, 3usize), (8, 8), (20, 2), (5, 16)] {
@@ -72,7 +72,7 @@ fn local_forward_equals_dense_with_a_band_mask() {
 #[test]
 fn a_window_covering_the_sentence_is_plain_attention() {
     let dev = Default::default();
-    B::seed(&dev, 5);
+    let _rng = seeded::<B>(&dev, 5);
     let m = mha::<B>(true, false, &dev);
     let x = Tensor::<B, 3>::random([2, 7, 16], Distribution::Normal(0.0, 1.0), &dev);
     let mk = mask::<B>(&[7, 4], 7, &dev);
@@ -112,7 +112,7 @@ fn grads(
 #[test]
 fn chunked_and_local_gradients_equal_the_dense_ones() {
     let dev = Default::default();
-    AD::seed(&dev, 6);
+    let _rng = seeded::<AD>(&dev, 6);
     for (imp, relative) in
         [(AttentionImpl::Chunked, false), (AttentionImpl::Local, false), (AttentionImpl::Local, true)]
     {
@@ -131,6 +131,7 @@ fn chunked_and_local_gradients_equal_the_dense_ones() {
 #[test]
 fn flash_attention_gives_zeros_for_a_query_without_real_keys() {
     let dev = Default::default();
+    let _rng = seeded::<AD>(&dev, 7);
     let q = Tensor::<AD, 4>::random([2, 1, 3, 4], Distribution::Normal(0.0, 10.0), &dev).require_grad();
     let k = Tensor::<AD, 4>::random([2, 1, 5, 4], Distribution::Normal(0.0, 10.0), &dev).require_grad();
     let v = Tensor::<AD, 4>::random([2, 1, 5, 4], Distribution::Normal(0.0, 1.0), &dev).require_grad();
@@ -160,7 +161,7 @@ fn inference_uses_the_same_function_as_training() {
     // The inner-backend (no autodiff) forward of chunked attention equals the
     // autodiff one.
     let dev = Default::default();
-    AD::seed(&dev, 8);
+    let _rng = seeded::<AD>(&dev, 8);
     let m = mha::<AD>(false, true, &dev);
     let x = Tensor::<AD, 3>::random([2, 9, 16], Distribution::Normal(0.0, 1.0), &dev);
     let mk = mask::<AD>(&[9, 4], 9, &dev);
@@ -177,7 +178,7 @@ fn inference_uses_the_same_function_as_training() {
 #[test]
 fn unscaled_attention_drops_the_square_root_and_nothing_else() {
     let dev = Default::default();
-    B::seed(&dev, 6);
+    let _rng = seeded::<B>(&dev, 6);
     let (l, heads, dh) = (5usize, 2usize, 8usize);
     let x = Tensor::<B, 3>::random([1, l, 16], Distribution::Normal(0.0, 1.0), &dev);
     let real = 4; // the last position is padding

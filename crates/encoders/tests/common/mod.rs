@@ -28,6 +28,18 @@ pub fn rows<B: Backend>(x: &Tensor<B, 3>, s: usize, n: usize) -> Vec<f32> {
     values(x.clone().slice([s..s + 1, 0..n, 0..d]))
 }
 
+/// Seeds the backend's random numbers and holds them for the test: Burn
+/// draws from one generator per backend, shared by every test of a binary,
+/// and the tests run on parallel threads, so without the lock a test's
+/// draws depend on what the others drew meanwhile (a gradient check then
+/// met a draw it was never run on). Keep the guard to the end of the test.
+pub fn seeded<B: Backend>(device: &B::Device, seed: u64) -> std::sync::MutexGuard<'static, ()> {
+    static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = RNG.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    B::seed(device, seed);
+    guard
+}
+
 /// Every `|a − b| ≤ tol`.
 pub fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
     assert_eq!(a.len(), b.len());
