@@ -5,7 +5,7 @@ mod common;
 use burn::backend::NdArray;
 use burn::prelude::*;
 use burn::tensor::Distribution;
-use common::{assert_close, rows, values};
+use common::{assert_close, rows, seeded, values};
 use encoders::attention::{AttentionPlan, MultiHeadConfig};
 use encoders::bilstm::BiLstmConfig;
 use encoders::positional::Position;
@@ -24,7 +24,7 @@ fn mask(lengths: &[usize], l: usize) -> Tensor<B, 2, Bool> {
 /// Runs `f` on a padded batch of three sentences and on each alone (with
 /// junk in the padding), and compares the real positions.
 fn check_padding_invariance(f: impl Fn(Tensor<B, 3>, Tensor<B, 2, Bool>) -> Tensor<B, 3>, d: usize, what: &str) {
-    B::seed(&dev(), 1);
+    let _rng = seeded::<B>(&dev(), 1);
     let lengths = [5usize, 9, 2];
     let l = 9;
     let x = Tensor::<B, 3>::random([3, l, d], Distribution::Normal(0.0, 1.0), &dev());
@@ -54,7 +54,7 @@ fn bilstm_backward_direction_starts_at_the_last_real_token() {
     // The backward half of the output at the last real token has read only
     // that token: it equals the output of the sentence cut to that token.
     let lstm = BiLstmConfig { hidden: 4, layers: 1, dropout: 0.0 }.init::<B>(3, &dev());
-    B::seed(&dev(), 2);
+    let _rng = seeded::<B>(&dev(), 2);
     let x = Tensor::<B, 3>::random([1, 5, 3], Distribution::Normal(0.0, 1.0), &dev());
     let full = lstm.forward(x.clone(), mask(&[5], 5));
     let last = x.slice([0..1, 4..5, 0..3]);
@@ -129,7 +129,7 @@ fn cross(
 
 #[test]
 fn cross_attention_with_no_real_key_gives_zeros_not_nan() {
-    B::seed(&dev(), 3);
+    let _rng = seeded::<B>(&dev(), 3);
     let a = Tensor::<B, 3>::random([2, 3, 8], Distribution::Normal(0.0, 1.0), &dev());
     let b = Tensor::<B, 3>::random([2, 4, 6], Distribution::Normal(0.0, 1.0), &dev());
     // Sentence 1's question is empty: every key masked. Sentence 0's third query is padding.
@@ -152,7 +152,7 @@ fn cross_attention_with_no_real_key_gives_zeros_not_nan() {
 #[test]
 fn cross_attention_output_does_not_change_when_the_keys_gain_padding() {
     use encoders::attention::AttentionImpl;
-    B::seed(&dev(), 4);
+    let _rng = seeded::<B>(&dev(), 4);
     let a = Tensor::<B, 3>::random([2, 5, 8], Distribution::Normal(0.0, 1.0), &dev());
     let b = Tensor::<B, 3>::random([2, 3, 6], Distribution::Normal(0.0, 1.0), &dev());
     let att = cross_attention();
@@ -199,7 +199,7 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         (EncoderKind::Attention, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Cross),
     ] {
-        B::seed(&dev(), 5);
+        let _rng = seeded::<B>(&dev(), 5);
         let mut cfg = common::small_tagger(kind, question);
         cfg.features.caps_dim = 2;
         cfg.features.question_match_dim = 3;
@@ -233,7 +233,7 @@ fn every_tagger_computes_the_same_on_a_bucketed_batch() {
     let tags = Scheme::Bioes.tag_set(&["X".into()]);
     let (plain, with_questions) = common::two_sentences();
     for (kind, position, decoder, question) in common::TAGGERS {
-        B::seed(&dev(), 3);
+        let _rng = seeded::<B>(&dev(), 3);
         let examples = if question == QuestionMode::None { &plain } else { &with_questions };
         let model =
             common::tagger_variant(kind, position, decoder, question).init::<B>(common::variant_shape(&tags), &dev());
