@@ -4,7 +4,7 @@
 
 mod common;
 
-use burn::backend::{Autodiff, NdArray};
+use burn::backend::{Autodiff, Flex, NdArray};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData, TensorPrimitive};
@@ -14,6 +14,14 @@ use encoders::ops::SeqBackend;
 
 type B = NdArray<f32>;
 type AD = Autodiff<NdArray<f32>>;
+/// Gradients are compared on Flex: burn-ndarray's f32 reciprocal is the
+/// CPU's approximate one (about 12 bits, up to 3e-4 relative error), and
+/// Burn's autodiff takes a reciprocal for the gradient of every division,
+/// softmax's too. On NdArray the dense reference's own gradients are then
+/// off by up to 1.4e-3 (relative to 1 + |value|) from the same formula in
+/// f64, where chunked, local and dense agree to 1e-13; on Flex all three
+/// are within 3e-6 of f64 (600 draws, 2026-12-04).
+type ADF = Autodiff<Flex>;
 
 fn mha<Bk: Backend>(relative: bool, scaled: bool, dev: &Bk::Device) -> MultiHeadAttention<Bk> {
     MultiHeadConfig { d_query: 16, d_key: 16, heads: 2, head_dim: 8, dropout: 0.0, relative, scaled }.init(dev)
@@ -84,15 +92,15 @@ fn a_window_covering_the_sentence_is_plain_attention() {
 /// Gradients of every parameter of the attention layer, flattened, for a
 /// fixed random projection of its output.
 fn grads(
-    m: &MultiHeadAttention<AD>,
-    x: Tensor<AD, 3>,
-    mk: Tensor<AD, 2, Bool>,
+    m: &MultiHeadAttention<ADF>,
+    x: Tensor<ADF, 3>,
+    mk: Tensor<ADF, 2, Bool>,
     p: AttentionPlan,
     reference: bool,
 ) -> Vec<Vec<f32>> {
     let dev = x.device();
     let out = m.forward(x.clone(), x, mk, p, reference).context;
-    let w = Tensor::<AD, 3>::from_data(
+    let w = Tensor::<ADF, 3>::from_data(
         TensorData::new(
             (0..out.shape().num_elements()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect::<Vec<_>>(),
             out.shape(),
@@ -112,18 +120,18 @@ fn grads(
 #[test]
 fn chunked_and_local_gradients_equal_the_dense_ones() {
     let dev = Default::default();
-    let _rng = seeded::<AD>(&dev, 6);
+    let _rng = seeded::<ADF>(&dev, 6);
     for (imp, relative) in
         [(AttentionImpl::Chunked, false), (AttentionImpl::Local, false), (AttentionImpl::Local, true)]
     {
-        let m = mha::<AD>(relative, true, &dev);
-        let x = Tensor::<AD, 3>::random([2, 11, 16], Distribution::Normal(0.0, 1.0), &dev);
-        let mk = mask::<AD>(&[11, 6], 11, &dev);
+        let m = mha::<ADF>(relative, true, &dev);
+        let x = Tensor::<ADF, 3>::random([2, 11, 16], Distribution::Normal(0.0, 1.0), &dev);
+        let mk = mask::<ADF>(&[11, 6], 11, &dev);
         let p = plan(imp, 3, 2);
         let fast = grads(&m, x.clone(), mk.clone(), p, false);
         let dense = grads(&m, x, mk, p, true);
         for (i, (a, b)) in fast.iter().zip(&dense).enumerate() {
-            assert_close_relative(a, b, 1e-3, &format!("{imp:?} relative {relative}: parameter {i}"));
+            assert_close_relative(a, b, 2e-5, &format!("{imp:?} relative {relative}: parameter {i}"));
         }
     }
 }

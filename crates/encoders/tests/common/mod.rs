@@ -48,10 +48,8 @@ pub fn assert_close(a: &[f32], b: &[f32], tol: f32, what: &str) {
     }
 }
 
-/// Every `|a − b| ≤ tol·(1 + |b|)`: GEMM kernels sum in a different order
-/// on different CPUs (parameter gradients of chunked and local attention
-/// differed from the dense ones by up to 2.2e-4 on an AMD machine, below
-/// 1e-4 on Intel ones; hence 1e-3 for gradients).
+/// Every `|a − b| ≤ tol·(1 + |b|)`, for values that different kernels sum
+/// in different orders.
 pub fn assert_close_relative(a: &[f32], b: &[f32], tol: f32, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs() / (1.0 + y.abs())).fold(0f32, f32::max);
