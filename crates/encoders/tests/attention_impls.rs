@@ -18,7 +18,7 @@ type AD = Autodiff<NdArray<f32>>;
 /// CPU's approximate one (about 12 bits, up to 3e-4 relative error), and
 /// Burn's autodiff takes a reciprocal for the gradient of every division,
 /// softmax's too. On NdArray the dense reference's own gradients are then
-/// off by up to 1.4e-3 (relative to 1 + |value|) from the same formula in
+/// off by up to 4e-3 (relative to 1 + |value|) from the same formula in
 /// f64, where chunked, local and dense agree to 1e-13; on Flex all three
 /// are within 3e-6 of f64 (600 draws, 2026-12-04).
 type ADF = Autodiff<Flex>;
