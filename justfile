@@ -30,6 +30,11 @@ train-attention DATA=toy *ARGS: (_data DATA)
 train-attention-relative DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
 
+# TENER with its sizes and SGD schedule for Resume NER (train_tener_cn.py), as
+# far as seqlab follows it (experiments/configs/tener-resume.toml says where not).
+train-tener DATA=toy *ARGS: (_data DATA)
+    {{seqlab}} train --config experiments/configs/tener-resume.toml --data {{DATA}} {{ARGS}}
+
 # Extractive QA (SQuAD v1.1) as tagging. DATA is a folder with SQuAD-format
 # train.json/dev.json (test.json) and a tokenizer.json; the default is the
 # official dev file split by article (34 train / 4 dev / 10 test), made on first use.

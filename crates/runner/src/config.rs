@@ -444,6 +444,45 @@ mod tests {
         assert_eq!(crate::average::Weighting::of(&RunConfig::default().train), None);
     }
 
+    /// Every config that ships loads and validates, and `tener-resume.toml`
+    /// resolves exactly as the command of the README's TENER rows did (the
+    /// relative-attention config with TENER's sizes and SGD schedule set on
+    /// the command line), so the file reproduces those runs.
+    #[test]
+    fn shipped_configs_load_and_tener_is_the_measured_command() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "toml") {
+                load(Some(&p), &[]).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                names.push(p.file_stem().unwrap().to_string_lossy().to_string());
+            }
+        }
+        for name in ["bilstm-crf", "attention-relative-crf", "tener-resume", "qa-cross"] {
+            assert!(names.iter().any(|n| n == name), "{name}.toml missing from {names:?}");
+        }
+        let sets: Vec<String> = [
+            "model.encoder.attention.ffn=512",
+            "model.encoder.attention.dropout=0.15",
+            "model.encoder.attention.attention_dropout=0.15",
+            "model.output_dropout=0.4",
+            "train.optimizer=sgd",
+            "train.lr=0.0007",
+            "train.momentum=0.9",
+            "train.warmup_fraction=0.01",
+            "train.word_dropout=0.01",
+            "train.patience=0",
+        ]
+        .map(String::from)
+        .into();
+        let mut measured = load(Some(&dir.join("attention-relative-crf.toml")), &sets).unwrap();
+        let tener = load(Some(&dir.join("tener-resume.toml")), &[]).unwrap();
+        assert_eq!(tener.name, "tener-resume");
+        measured.name = tener.name.clone();
+        assert_eq!(tener, measured);
+    }
+
     #[test]
     fn resolved_config_round_trips() {
         let c = RunConfig::default();
