@@ -1,7 +1,10 @@
 //! The self-attention encoder: the input projected to `d_model`, positions
-//! added (or given to the scores, for relative positions), then N pre-norm
-//! blocks of multi-head self-attention and a feed-forward layer, each with a
-//! residual connection, and a final LayerNorm.
+//! added (or given to the scores, for relative positions), then N blocks of
+//! multi-head self-attention and a feed-forward layer, each with a residual
+//! connection. Pre-norm blocks (the default) normalise each branch's input
+//! and end with a final LayerNorm; post-norm blocks (the original
+//! Transformer's, and TENER's) normalise after each residual sum and need
+//! no final one.
 //!
 //! Built with cross-attention ([`AttentionConfig::init_cross`]), every block
 //! is a cross-encoder block: self-attention over the sequence (a context),
@@ -45,6 +48,21 @@ pub struct AttentionConfig {
     pub block: usize,
     /// Half-width of the window for local attention (each token sees ±window).
     pub window: usize,
+    /// Where the LayerNorms sit: "pre" (each branch's input, and once at the
+    /// end) or "post" (after each residual sum, as TENER).
+    pub norm: Norm,
+}
+
+/// Where a block's LayerNorms sit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    /// `x + f(LN(x))` for each branch `f`, and `LN` once after the last
+    /// block (Xiong et al. 2020; trains without warm-up).
+    #[default]
+    Pre,
+    /// `LN(x + f(x))` for each branch (Vaswani et al. 2017; TENER).
+    Post,
 }
 
 impl Default for AttentionConfig {
@@ -63,6 +81,7 @@ impl Default for AttentionConfig {
             implementation: AttentionImpl::Dense,
             block: 64,
             window: 16,
+            norm: Norm::Pre,
         }
     }
 }
@@ -124,6 +143,7 @@ impl AttentionConfig {
                 ff1: LinearConfig::new(self.d_model, self.ffn).init(device),
                 ff2: LinearConfig::new(self.ffn, self.d_model).init(device),
                 dropout: Dropout::new(self.dropout),
+                post_norm: self.norm == Norm::Post,
             })
             .collect();
         AttentionEncoder {
@@ -131,7 +151,7 @@ impl AttentionConfig {
             learned: (self.position == Position::Learned)
                 .then(|| LearnedPositions::new(self.max_len, self.d_model, device)),
             blocks,
-            norm: LayerNormConfig::new(self.d_model).init(device),
+            norm: (self.norm == Norm::Pre).then(|| LayerNormConfig::new(self.d_model).init(device)),
             dropout: Dropout::new(self.dropout),
             sinusoidal: self.position == Position::Sinusoidal,
             implementation: self.implementation,
@@ -161,13 +181,16 @@ pub struct Block<B: Backend> {
     pub ff1: Linear<B>,
     pub ff2: Linear<B>,
     pub dropout: Dropout,
+    /// LayerNorm after each residual sum instead of before each branch.
+    post_norm: bool,
 }
 
 impl<B: Backend> Block<B> {
-    /// One pre-norm block; returns its self-attention weights `[B, H, L, L]`
-    /// and cross-attention weights `[B, H, L, Lm]` when asked. With a
-    /// memory, a cross-encoder block attends to it after self-attention; a
-    /// block without cross-attention ignores it.
+    /// One block; returns its self-attention weights `[B, H, L, L]` and
+    /// cross-attention weights `[B, H, L, Lm]` when asked. With a memory, a
+    /// cross-encoder block attends to it after self-attention; a block
+    /// without cross-attention ignores it. Each branch `f` is
+    /// `x + drop(f(LN(x)))` pre-norm, `LN(x + drop(f(x)))` post-norm.
     pub fn forward(
         &self,
         x: Tensor<B, 3>,
@@ -179,19 +202,37 @@ impl<B: Backend> Block<B> {
     where
         B: SeqBackend,
     {
-        let h = self.norm1.forward(x.clone()); // [B, L, D]
+        let h = self.pre(&self.norm1, x.clone()); // [B, L, D]
         let att = self.attention.forward(h.clone(), h, mask.clone(), plan, want_weights);
-        let mut x = x + self.dropout.forward(att.context); // [B, L, D]
+        let mut x = self.post(&self.norm1, x + self.dropout.forward(att.context)); // [B, L, D]
         let mut cross_weights = None;
         if let (Some(cross), Some((m, m_mask))) = (&self.cross, memory) {
-            let h = cross.norm.forward(x.clone()); // [B, L, D]
+            let h = self.pre(&cross.norm, x.clone()); // [B, L, D]
             let c = cross.attention.forward(h, mask, m.clone(), m_mask.clone(), plan, want_weights); // [B, L, D]
-            x = x + self.dropout.forward(c.context);
+            x = self.post(&cross.norm, x + self.dropout.forward(c.context));
             cross_weights = c.weights; // [B, H, L, Lm]
         }
-        let h = self.norm2.forward(x.clone());
+        let h = self.pre(&self.norm2, x.clone());
         let h = per_token(&self.ff2, self.dropout.forward(relu(per_token(&self.ff1, h)))); // [B, L, D]
-        (x + self.dropout.forward(h), att.weights, cross_weights)
+        (self.post(&self.norm2, x + self.dropout.forward(h)), att.weights, cross_weights)
+    }
+
+    /// A branch's input: `LN(x)` pre-norm, `x` post-norm.
+    fn pre(&self, norm: &LayerNorm<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        if self.post_norm {
+            x
+        } else {
+            norm.forward(x)
+        }
+    }
+
+    /// A residual sum: `LN(sum)` post-norm, `sum` pre-norm.
+    fn post(&self, norm: &LayerNorm<B>, sum: Tensor<B, 3>) -> Tensor<B, 3> {
+        if self.post_norm {
+            norm.forward(sum)
+        } else {
+            sum
+        }
     }
 }
 
@@ -221,7 +262,8 @@ pub struct AttentionEncoder<B: Backend> {
     pub input: Linear<B>,
     pub learned: Option<LearnedPositions<B>>,
     pub blocks: Vec<Block<B>>,
-    pub norm: LayerNorm<B>,
+    /// The final LayerNorm of pre-norm blocks (post-norm blocks end normalised).
+    pub norm: Option<LayerNorm<B>>,
     pub dropout: Dropout,
     sinusoidal: bool,
     implementation: AttentionImpl,
@@ -277,7 +319,11 @@ impl<B: Backend> AttentionEncoder<B> {
             cross.extend(to_memory);
         }
         let keep = mask.float().unsqueeze_dim::<3>(2).expand([b, l, d]);
-        Encoded { h: self.norm.forward(h) * keep, attention, cross }
+        let h = match &self.norm {
+            Some(norm) => norm.forward(h),
+            None => h,
+        };
+        Encoded { h: h * keep, attention, cross }
     }
 }
 
@@ -285,9 +331,57 @@ impl<B: Backend> AttentionEncoder<B> {
 mod tests {
     use super::*;
     use burn::backend::{Autodiff, Flex};
-    use burn::tensor::Distribution;
+    use burn::tensor::{Distribution, TensorData};
 
     type B = Autodiff<Flex>;
+
+    /// Each branch `f` (attention, then feed-forward) is `x + f(LN(x))`
+    /// pre-norm and `LN(x + f(x))` post-norm, with the block's own layers and
+    /// no dropout; a post-norm block's output is normalised (mean 0, variance
+    /// 1 per token with the initial LayerNorm), a pre-norm one's is not; and
+    /// only the pre-norm encoder ends with a LayerNorm of its own.
+    #[test]
+    fn pre_and_post_norm_blocks_compute_their_formulas() {
+        let device = Default::default();
+        let x = Tensor::<B, 3>::random([2, 5, 8], Distribution::Normal(0.0, 1.0), &device);
+        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; 10], [2, 5]), &device);
+        for norm in [Norm::Pre, Norm::Post] {
+            let cfg = AttentionConfig {
+                d_model: 8,
+                layers: 1,
+                heads: 2,
+                ffn: 16,
+                dropout: 0.0,
+                attention_dropout: 0.0,
+                position: Position::Relative,
+                scaled: false,
+                norm,
+                ..Default::default()
+            };
+            let enc = cfg.init::<B>(8, &device);
+            assert_eq!(enc.norm.is_some(), norm == Norm::Pre, "{norm:?}: final LayerNorm");
+            let block = &enc.blocks[0];
+            let plan = AttentionPlan::dense();
+            let (out, _, _) = block.forward(x.clone(), mask.clone(), None, plan, false); // [2, 5, 8]
+            let att = |h: Tensor<B, 3>| block.attention.forward(h.clone(), h, mask.clone(), plan, false).context;
+            let ffn = |h: Tensor<B, 3>| per_token(&block.ff2, relu(per_token(&block.ff1, h)));
+            let expected = match norm {
+                Norm::Pre => {
+                    let y = x.clone() + att(block.norm1.forward(x.clone()));
+                    y.clone() + ffn(block.norm2.forward(y))
+                }
+                Norm::Post => {
+                    let y = block.norm1.forward(x.clone() + att(x.clone()));
+                    block.norm2.forward(y.clone() + ffn(y))
+                }
+            };
+            out.clone().into_data().assert_approx_eq::<f32>(&expected.into_data(), Default::default());
+            let mean = out.clone().mean_dim(2); // [2, 5, 1]
+            let var = (out.clone() - mean.clone()).powi_scalar(2).mean_dim(2); // [2, 5, 1]
+            let normalised = mean.abs().max().into_scalar() < 1e-4 && (var - 1.0).abs().max().into_scalar() < 1e-3;
+            assert_eq!(normalised, norm == Norm::Post, "{norm:?}: output normalised per token");
+        }
+    }
 
     #[test]
     fn positions_are_added_to_every_sentence_with_their_gradients() {

@@ -129,8 +129,9 @@ pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 8] = {
 
 /// One of [`TAGGERS`]: [`small_tagger`] with every feature on (capitals,
 /// bigrams, two BiLSTM layers; the character Transformer with learned
-/// positions; reading cues and the aligned question embedding for QA), no
-/// feature dropout.
+/// positions; reading cues and the aligned question embedding for QA;
+/// post-norm blocks for the concatenating attention tagger, pre-norm for the
+/// others), no feature dropout.
 pub fn tagger_variant(
     kind: EncoderKind,
     position: Position,
@@ -147,6 +148,9 @@ pub fn tagger_variant(
     if position == Position::Learned {
         cfg.features.char_encoder = encoders::features::CharEncoder::Transformer;
         cfg.features.char_heads = 2;
+    }
+    if kind == EncoderKind::Attention && question == QuestionMode::Concat {
+        cfg.encoder.attention.norm = encoders::transformer::Norm::Post;
     }
     if question != QuestionMode::None {
         cfg.features.cue_dim = 2;
