@@ -396,4 +396,39 @@ mod tests {
         write_metrics(&p, &rows).unwrap();
         assert_eq!(read_metrics(&p).unwrap(), rows);
     }
+
+    /// A layer that became optional (the attention encoder's final LayerNorm,
+    /// `Option` since post-norm blocks need none) still loads from a
+    /// checkpoint written when it was not, with its weights.
+    #[test]
+    fn a_layer_made_optional_loads_from_a_checkpoint_written_before() {
+        use burn::backend::NdArray;
+        use burn::nn::{Linear, LinearConfig};
+        type B = NdArray<f32>;
+        #[derive(Module, Debug)]
+        struct Before<B: Backend> {
+            layer: Linear<B>,
+        }
+        #[derive(Module, Debug)]
+        struct After<B: Backend> {
+            layer: Option<Linear<B>>,
+        }
+        // Parameters are initialised lazily, each copy on its own: read them
+        // before the module is cloned to be saved.
+        let weights = |x: &Linear<B>| {
+            let w = x.weight.val().into_data().to_vec::<f32>().unwrap();
+            let b = x.bias.as_ref().unwrap().val().into_data().to_vec::<f32>().unwrap();
+            (w, b)
+        };
+        let device = Default::default();
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("model.bin");
+        let before = Before { layer: LinearConfig::new(3, 4).init::<B>(&device) };
+        let saved = weights(&before.layer);
+        save_module::<B, _>(&before, &p).unwrap();
+        let fresh = After { layer: Some(LinearConfig::new(3, 4).init::<B>(&device)) };
+        assert_ne!(weights(fresh.layer.as_ref().unwrap()), saved, "two random inits");
+        let after = load_module::<B, _>(fresh, &p, &device).unwrap();
+        assert_eq!(weights(after.layer.as_ref().expect("the layer is kept")), saved);
+    }
 }
