@@ -30,8 +30,7 @@ train-attention DATA=toy *ARGS: (_data DATA)
 train-attention-relative DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} {{ARGS}}
 
-# TENER with its sizes and SGD schedule for Resume NER (train_tener_cn.py), as
-# far as seqlab follows it (experiments/configs/tener-resume.toml says where not).
+# TENER's sizes and SGD schedule for Resume NER (train_tener_cn.py; tener-resume.toml says where seqlab differs) on DATA.
 train-tener DATA=toy *ARGS: (_data DATA)
     {{seqlab}} train --config experiments/configs/tener-resume.toml --data {{DATA}} {{ARGS}}
 
