@@ -1,7 +1,7 @@
 //! From a dataset folder to ids: vocabularies, tags in the tagger's scheme,
 //! optional pretrained vectors.
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, WordDropout};
 use anyhow::{bail, Context, Result};
 use corpus::cues::CUES;
 use corpus::squad::QaItem;
@@ -141,6 +141,8 @@ pub fn prepare(cfg: &mut RunConfig, ds: &Dataset) -> Result<Prepared> {
     }
     vocabs.qa_metric = ds.qa.as_ref().map(|q| q.metric);
     add_bigrams(cfg, &mut vocabs, &train.sentences);
+    // One word dropout rate for this data, so the run's config.toml says what was trained.
+    cfg.train.word_dropout = WordDropout::Rate(cfg.train.word_dropout.rate(vocabs.tokenization()));
     let mut notes = ds.qa.as_ref().map_or_else(Vec::new, |q| q.notes.clone());
     notes.extend(subset_note);
     for (split, label) in ds.unseen_labels() {
@@ -368,6 +370,31 @@ mod tests {
         }
         assert!(a.notes.iter().any(|n| n.starts_with("training on 12 of the 100 training sentences")), "{:?}", a.notes);
         assert!(!all.notes.iter().any(|n| n.starts_with("training on")));
+    }
+
+    /// `train.word_dropout = { words, chars }` resolves to the rate of the
+    /// data's tokenisation (whitespace words for the English toy set, one
+    /// character per token for the Chinese one), and the run's config says
+    /// which; a plain rate stays as it is.
+    #[test]
+    fn word_dropout_resolves_to_the_rate_of_the_datas_tokens() {
+        let by_tokens = WordDropout::ByTokens { words: 0.15, chars: 0.05 };
+        for (lang, want) in [(corpus::toy::Lang::En, 0.15), (corpus::toy::Lang::Zh, 0.05)] {
+            let d = tempfile::tempdir().unwrap();
+            corpus::toy::write_dataset(d.path(), lang, 40, 5).unwrap();
+            let ds = load_dataset(d.path(), None).unwrap();
+            let mut cfg = RunConfig::default();
+            cfg.train.word_dropout = by_tokens;
+            let prep = prepare(&mut cfg, &ds).unwrap();
+            assert_eq!(cfg.train.word_dropout, WordDropout::Rate(want), "{lang:?}");
+            let dropout = crate::step::TokenDropout::of(&cfg, prep.vocabs.tokenization());
+            assert_eq!(dropout.word, want, "{lang:?}");
+            assert_eq!(by_tokens.rate(prep.vocabs.tokenization()), want, "{lang:?}");
+            let mut plain = RunConfig::default();
+            plain.train.word_dropout = WordDropout::Rate(0.3);
+            prepare(&mut plain, &ds).unwrap();
+            assert_eq!(plain.train.word_dropout, WordDropout::Rate(0.3));
+        }
     }
 
     /// A QA split's contexts are encoded with the characters of the

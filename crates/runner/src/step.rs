@@ -186,9 +186,10 @@ pub struct TokenDropout {
 }
 
 impl TokenDropout {
-    /// The run's (`train.word_dropout`, `train.char_dropout`).
-    pub fn of(cfg: &RunConfig) -> Self {
-        TokenDropout { word: cfg.train.word_dropout, char: cfg.train.char_dropout }
+    /// The run's (`train.word_dropout`, `train.char_dropout`) for data cut
+    /// into tokens this way.
+    pub fn of(cfg: &RunConfig, tokenization: corpus::Tokenization) -> Self {
+        TokenDropout { word: cfg.train.word_dropout.rate(tokenization), char: cfg.train.char_dropout }
     }
 
     /// Whether it drops anything.

@@ -129,7 +129,8 @@ where
         device: &'a B::Device,
     ) -> Result<Self> {
         let averaging = crate::average::Weighting::of(&cfg.train);
-        let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg)).averaging(averaging, 0);
+        let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg, prep.vocabs.tokenization()))
+            .averaging(averaging, 0);
         let (mut state, mut rows) = (TrainState::default(), Vec::new());
         if opts.resume {
             (learner, state) = checkpoint::load::<B>(learner, opts.out, device, opts.reporter)?;

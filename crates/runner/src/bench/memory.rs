@@ -202,7 +202,8 @@ pub fn training_step<B: TrainBackend>(
     if cfg.model.question != encoders::QuestionMode::None {
         bail!("bench memory measures plain tagging (its synthetic batches have no questions): set model.question = \"none\"");
     }
-    // Synthetic words are word-level data: character bigrams stay off, as
+    // Synthetic words are word-level data (word dropout at its rate for
+    // words): character bigrams stay off, as
     // `data.bigrams = "auto"` leaves them for such data.
     let mut cfg = cfg.clone();
     cfg.model.features.bigram_dim = 0;
@@ -220,7 +221,7 @@ pub fn training_step<B: TrainBackend>(
     let shape =
         StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len(), parts: B::train_shards };
     let estimate = memory::estimate(cfg, shape);
-    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg));
+    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg, corpus::Tokenization::Words));
     let mut failed = None;
     let (seconds, peak, process_peak) =
         measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {

@@ -192,7 +192,7 @@ pub fn train<B: TrainBackend>(
     let batches: Vec<Batch> = training_batches(prep, opts).into_iter().map(encoders::input::shaped_for::<B>).collect();
     let warmup = opts.warmup.min(batches.len());
     let model = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device);
-    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg));
+    let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg, prep.vocabs.tokenization()));
     let mut run = |batches: &[Batch]| -> Result<f64> {
         let started = Instant::now();
         for b in batches {
