@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# seqlab on a CUDA GPU, beside PyTorch on the same GPU where a CUDA build of
-# torch is importable (PYTHON, default python3; else benchmarks/pytorch/.venv).
+# seqlab on a GPU: DEVICE=cuda (an NVIDIA GPU, beside PyTorch on the same GPU
+# where a CUDA build of torch is importable: PYTHON, default python3; else
+# benchmarks/pytorch/.venv) or DEVICE=wgpu (burn-wgpu: Vulkan, Metal, DX12;
+# PyTorch has no such backend, so seqlab runs alone; on a machine without a
+# GPU, Mesa's software Vulkan driver, lavapipe: a CPU emulating a GPU, whose
+# figures are correctness, kernel counts and memory, never speed).
 # Sections, in the order SECTIONS names them (default: all four):
 #
 # coldstart  Process start to the first finished training batch, with an
@@ -23,6 +27,10 @@
 #            device's `memory.used` (nvidia-smi, sampled every 20 ms) at its
 #            highest during the process, less the idle reading: the same
 #            yardstick for both, CUDA context and allocator pools included.
+#            seqlab also reports its allocator's own pool (peak_bytes: its
+#            growth over the step), the only GPU figure on wgpu. Batch,
+#            heads and d_model: ATTENTION_SHAPE (default "32 8 512"; on
+#            wgpu "1 8 512", which lavapipe's memory, the host's, holds).
 #
 # Every seqlab process runs in one working directory whose cubecl.toml keeps
 # compiled kernels and autotune results there: the cold start begins with it
@@ -36,12 +44,13 @@
 #
 #   SEQLAB=target/release/seqlab benchmarks/gpu.sh      # a `--features cuda` build
 #   PATH=benchmarks/dry-run:$PATH DEVICE=cpu STEPS=3 LENGTHS=64 benchmarks/gpu.sh   # dry run, no GPU (~1 min)
+#   SEQLAB=target/release/seqlab DEVICE=wgpu benchmarks/gpu.sh   # a `--features wgpu` build
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SEQLAB=${SEQLAB:-target/release/seqlab}
 OUT=${OUT:-benchmarks/out/gpu}
-STEPS=${STEPS:-50}
-WARMUP=${WARMUP:-3}
+STEPS=${STEPS:-}     # default 50 (5 on wgpu)
+WARMUP=${WARMUP:-}   # default 3 (1 on wgpu)
 SECTIONS=${SECTIONS:-coldstart throughput f1 attention}
 F1_DATA=${F1_DATA:-}
 F1_CONFIG=${F1_CONFIG:-experiments/configs/bilstm-crf.toml}
@@ -49,9 +58,24 @@ F1_SEED=${F1_SEED:-1}
 F1_MINUTES=${F1_MINUTES:-2}
 F1_LIMIT=${F1_LIMIT:-300}   # seconds at most for the f1 run
 ATTENTION_IMPLS=${ATTENTION_IMPLS:-dense chunked local}
-LENGTHS=${LENGTHS:-512 2048 4096}
-DEADLINE=${DEADLINE:-480}
 DEVICE=${DEVICE:-cuda}   # cpu: a dry run without a GPU, with PATH=benchmarks/dry-run:$PATH (a stand-in nvidia-smi)
+if [ "$DEVICE" = wgpu ]; then
+    # lavapipe runs the kernels on the CPU: fewer timed steps, a batch of one, longer limits.
+    LENGTHS=${LENGTHS:-1024 2048 4096}
+    ATTENTION_SHAPE=${ATTENTION_SHAPE:-1 8 512}
+    ATTENTION_LIMIT=${ATTENTION_LIMIT:-600}
+    DEADLINE=${DEADLINE:-3600}
+    STEPS=${STEPS:-5}
+    WARMUP=${WARMUP:-1}
+else
+    LENGTHS=${LENGTHS:-512 2048 4096}
+    ATTENTION_SHAPE=${ATTENTION_SHAPE:-32 8 512}
+    ATTENTION_LIMIT=${ATTENTION_LIMIT:-90}
+    DEADLINE=${DEADLINE:-480}
+    STEPS=${STEPS:-50}
+    WARMUP=${WARMUP:-3}
+fi
+read -r ATT_BATCH ATT_HEADS ATT_D <<< "$ATTENTION_SHAPE"
 BATCHES_DIR=${BATCHES_DIR:-$OUT}
 PYTHON=${PYTHON:-python3}   # the one with torch; helpers run on python3
 mkdir -p "$OUT" "$BATCHES_DIR"
@@ -60,13 +84,25 @@ log="$OUT/log.txt"
 : > "$log"
 left() { echo $((DEADLINE - (SECONDS - started))); }
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>>"$log" ||
-    { echo "no GPU: nvidia-smi failed" | tee -a "$log"; exit 1; }
-idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+if [ "$DEVICE" = wgpu ]; then
+    # No nvidia-smi: the adapter as seqlab names it; memory is seqlab's allocator's own figure.
+    export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+    nvidia-smi() { [[ "$*" == *-lms* ]] && exec sleep 100000; echo 0; }
+    "$SEQLAB" bench crf --device wgpu --batch 2 --len 4 --iters 1 2>>"$log" | sed -n 's/.* on wgpu (burn-wgpu): \(.*\), [0-9]* threads.*/\1/p' | head -1 > "$OUT/gpu.txt"
+    [ -s "$OUT/gpu.txt" ] || { echo "no wgpu adapter (see log.txt)" | tee -a "$log"; exit 1; }
+    idle=0
+elif nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>>"$log"; then
+    idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+else
+    echo "no GPU: nvidia-smi failed" | tee -a "$log"; exit 1
+fi
 echo "GPU: $(cat "$OUT/gpu.txt"); idle memory.used ${idle} MiB" | tee -a "$log"
+echo "$DEVICE" > "$OUT/device.txt"
 
 torch_ok=0
-if ! "$PYTHON" -c "import torch; assert torch.cuda.is_available()" 2>>"$log"; then
+if [ "$DEVICE" = wgpu ]; then
+    : # PyTorch has no Vulkan/Metal/DX12 backend to compare with
+elif ! "$PYTHON" -c "import torch; assert torch.cuda.is_available()" 2>>"$log"; then
     PYTHON=benchmarks/pytorch/.venv/bin/python
     [ -x "$PYTHON" ] && "$PYTHON" -c "import torch; assert torch.cuda.is_available()" 2>>"$log" && torch_ok=1
 else
@@ -210,14 +246,14 @@ section_attention() {
     for len in $LENGTHS; do
         for impl in $ATTENTION_IMPLS pytorch; do
             [ "$(left)" -gt 20 ] || { echo "deadline: skipped attention $impl L=$len" | tee -a "$log"; continue; }
-            limit=$(( $(left) < 90 ? $(left) : 90 ))
+            limit=$(( $(left) < ATTENTION_LIMIT ? $(left) : ATTENTION_LIMIT ))
             if [ "$impl" = pytorch ]; then
                 [ $torch_ok = 1 ] || continue
-                line=$(sampled "$limit" "$PYTHON" benchmarks/pytorch/attention_memory.py --device cuda --batch 32 \
-                    --heads 8 --d-model 512 --seq-len "$len")
+                line=$(sampled "$limit" "$PYTHON" benchmarks/pytorch/attention_memory.py --device cuda --batch "$ATT_BATCH" \
+                    --heads "$ATT_HEADS" --d-model "$ATT_D" --seq-len "$len")
             else
                 line=$(sampled "$limit" "${in_work[@]}" bench attention --device "$DEVICE" --impl "$impl" --seq-len "$len" \
-                    --batch 32 --heads 8 --d-model 512 --train --json)
+                    --batch "$ATT_BATCH" --heads "$ATT_HEADS" --d-model "$ATT_D" --train --json)
             fi
             echo "{\"impl\": \"$impl\", \"seq_len\": $len, \"result\": $line}" >> "$OUT/attention.jsonl"
             echo "attention $impl L=$len: $line" | tee -a "$log"

@@ -23,6 +23,7 @@ def mib(row):
 def main():
     out = Path(sys.argv[1])
     gpu = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "unknown GPU"
+    wgpu = (out / "device.txt").exists() and (out / "device.txt").read_text().strip() == "wgpu"
     print(f"# seqlab on a GPU ({gpu})\n")
     rows = lines(out / "coldstart.jsonl")
     if rows:
@@ -65,19 +66,27 @@ def main():
         print()
     rows = lines(out / "attention.jsonl")
     if rows:
-        print("## One self-attention layer, forward + backward (batch 32, 8 heads, d_model 512)\n")
-        print("GPU memory: the device's memory.used at its peak during the process less the idle reading")
-        print("(nvidia-smi every 20 ms; CUDA context and allocator pools included, same for both).\n")
+        first = next((r["result"] for r in rows if "batch" in r["result"]), {})
+        shape = f"batch {first.get('batch', '?')}, {first.get('heads', '?')} heads, d_model {first.get('d_model', '?')}"
+        print(f"## One self-attention layer, forward + backward ({shape})\n")
+        if wgpu:
+            print("Memory: seqlab's allocator's own figure (CubeCL's memory pool: its growth over the step,")
+            print("which keeps the step's high-water mark). No nvidia-smi on wgpu, no PyTorch to compare with.\n")
+        else:
+            print("GPU memory: the device's memory.used at its peak during the process less the idle reading")
+            print("(nvidia-smi every 20 ms; CUDA context and allocator pools included, same for both).\n")
         print("| implementation | L | seconds (median) | GPU MiB | allocator peak of the step MiB |")
         print("|---|---:|---:|---:|---:|")
         for row in rows:
             r = row["result"]
             secs = f"{r['seconds']:.4f}" if "seconds" in r else r.get("error", "failed")
-            # seqlab's peak_bytes is host memory (RSS); only PyTorch's allocator figure is GPU memory.
-            step = r.get("peak_bytes") if row["impl"] == "pytorch" else None
+            # seqlab's peak_bytes is the device allocator's on a GPU backend (its "memory" says
+            # which), the host's resident set on the CPU; PyTorch's is its allocator's.
+            on_device = row["impl"] == "pytorch" or r.get("memory") == "device allocator pool"
+            step = r.get("peak_bytes") if on_device else None
             step = f"{step / 2**20:,.0f}" if step is not None else ""
             name = r.get("impl", row["impl"]) if row["impl"] == "pytorch" else f"seqlab {row['impl']}"
-            print(f"| {name} | {row['seq_len']} | {secs} | {mib(r)} | {step} |")
+            print(f"| {name} | {row['seq_len']} | {secs} | {'' if wgpu else mib(r)} | {step} |")
         print()
 
 

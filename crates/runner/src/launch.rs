@@ -142,13 +142,14 @@ pub fn plan_memory<B: SeqBackend>(
     prep: &Prepared,
     budget: u64,
     device: &B::Device,
-    device_name: &str,
     reporter: &dyn Reporter,
 ) -> Result<()> {
     let params = build_model::<B>(cfg, &prep.vocabs, prep.pretrained.clone(), device).num_params();
     let len = prep.train.iter().map(|e| e.len()).max().unwrap_or(1);
     let word_len = prep.train.iter().flat_map(|e| e.context().chars.iter().map(Vec::len)).max().unwrap_or(1).max(1);
-    let baseline = if device_name.starts_with("cuda") { 0 } else { crate::memory::rss().map_or(0, |r| r.0) };
+    // A GPU backend's own allocator holds the step's tensors: none of the process's memory counts.
+    let on_gpu = B::device_memory(device).is_some();
+    let baseline = if on_gpu { 0 } else { crate::memory::rss().map_or(0, |r| r.0) };
     let tags = prep.vocabs.parsed_tags().len();
     let shape = crate::memory::StepShape { batch: 1, len, word_len, params, tags, parts: B::train_shards };
     let d = crate::memory::plan(cfg, budget, baseline, shape)?;

@@ -183,3 +183,14 @@ fn qa_baseline_scores_a_split_and_writes_json() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no dev split"));
 }
+
+/// `--device wgpu` (or `cuda`) on a binary built without that backend names
+/// the command that builds one with it.
+#[test]
+#[cfg(not(feature = "wgpu"))]
+fn a_gpu_device_this_binary_lacks_names_the_rebuild() {
+    let o = seqlab(&["bench", "crf", "--device", "wgpu", "--batch", "2", "--len", "4", "--iters", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("built without wgpu") && err.contains("--features wgpu"), "{err}");
+}

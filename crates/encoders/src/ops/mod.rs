@@ -27,7 +27,7 @@
 //!
 //! This file holds the trait, whose default methods are the composed
 //! passes; its impls for the CPU backends (`host_ops!`: the host loops)
-//! and for burn-cuda (the defaults); and its impl for `Autodiff`, which
+//! and for burn-cuda and burn-wgpu (the defaults); and its impl for `Autodiff`, which
 //! records each operation as one node of the graph whose backward pass is
 //! the inner backend's hand-written one. The operation files import
 //! nothing from this one: the dependencies between files go one way.
@@ -164,6 +164,16 @@ pub trait SeqBackend: Backend {
     /// which pay for padding and nothing for a new shape.
     fn shape_buckets() -> bool {
         true
+    }
+
+    /// The memory the backend's own allocator holds on `device` (its pool,
+    /// which grows to the high-water mark of what was allocated and is kept
+    /// for reuse), after the work queued so far has run; `None` for the CPU
+    /// backends, whose tensors live on the process's heap (read its resident
+    /// set instead). The GPU backends answer from CubeCL's memory manager.
+    fn device_memory(device: &Self::Device) -> Option<DeviceMemory> {
+        let _ = device;
+        None
     }
 
     /// Dense multi-head attention (see [`dense_attention`]): `q [B, Lq,
@@ -325,7 +335,37 @@ macro_rules! host_ops {
 host_ops!(burn::backend::Flex, linear = flex_linear::linear, adam = adam::flex, average = moving_average::flex);
 host_ops!(burn::backend::NdArray);
 #[cfg(feature = "cuda")]
-impl SeqBackend for burn::backend::Cuda {}
+impl SeqBackend for burn::backend::Cuda {
+    fn device_memory(device: &Self::Device) -> Option<DeviceMemory> {
+        Self::sync(device).ok()?; // runs what Burn's fusion still holds
+        cubecl_memory::<burn::cubecl::cuda::CudaRuntime>(device)
+    }
+}
+#[cfg(feature = "wgpu")]
+impl SeqBackend for burn::backend::Wgpu {
+    fn device_memory(device: &Self::Device) -> Option<DeviceMemory> {
+        Self::sync(device).ok()?; // runs what Burn's fusion still holds
+        cubecl_memory::<burn::backend::wgpu::WgpuRuntime>(device)
+    }
+}
+
+/// Bytes held by a backend's own allocator ([`SeqBackend::device_memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// Bytes of the tensors alive now.
+    pub in_use: u64,
+    /// Bytes the allocator has reserved from the device: its pool, kept
+    /// after tensors are freed, so its growth over a step bounds the step's
+    /// peak from above by at most the pool's rounding.
+    pub reserved: u64,
+}
+
+/// CubeCL's memory manager's usage on `device`.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+fn cubecl_memory<R: burn::cubecl::Runtime>(device: &R::Device) -> Option<DeviceMemory> {
+    let usage = R::client(device).memory_usage().ok()?;
+    Some(DeviceMemory { in_use: usage.bytes_in_use, reserved: usage.bytes_reserved })
+}
 
 fn t<B: Backend, const D: usize>(p: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(p))
@@ -342,6 +382,10 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
 
     fn shape_buckets() -> bool {
         B::shape_buckets()
+    }
+
+    fn device_memory(device: &Self::Device) -> Option<DeviceMemory> {
+        B::device_memory(device)
     }
 
     fn flash_attention(

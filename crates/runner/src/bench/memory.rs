@@ -30,13 +30,30 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Instant;
 
+/// What [`measure`] measured: the median wall time, the step's peak
+/// memory above what was held before it, and the whole peak.
+struct Measured {
+    seconds: f64,
+    step_peak: u64,
+    peak: u64,
+    /// Which memory: the process's resident set (CPU backends) or the
+    /// device allocator's pool (GPU backends, [`SeqBackend::device_memory`]).
+    memory: &'static str,
+}
+
 /// Runs `step` once, then `iters` more times for the median wall time (with
-/// `iters` = 0, the second run's time); returns it with the peak resident
-/// set over all runs above the one before them, and the process's peak.
-/// Each run ends with a device sync, so that asynchronous devices (CUDA)
-/// time the work, not its launch.
-fn measure<B: Backend>(device: &B::Device, iters: usize, mut step: impl FnMut()) -> Result<(f64, u64, u64)> {
-    if memory::rss().is_none() || !memory::reset_peak() {
+/// `iters` = 0, the second run's time), with the peak memory over all runs
+/// above the memory held before them, and the whole peak. Each run ends
+/// with a device sync, so that asynchronous devices (CUDA, wgpu) time the
+/// work, not its launch. On a GPU backend the memory is its allocator's
+/// pool, which grows to the high-water mark of the tensors allocated and
+/// keeps it: the backend's own count of the device memory, where the
+/// process's resident set would see none of it. The step's peak is then
+/// the pool after the runs less the bytes of the tensors alive before them
+/// (an upper bound: the pool rounds up to its pages).
+fn measure<B: SeqBackend>(device: &B::Device, iters: usize, mut step: impl FnMut()) -> Result<Measured> {
+    let on_device = B::device_memory(device);
+    if on_device.is_none() && (memory::rss().is_none() || !memory::reset_peak()) {
         bail!("cannot read or reset this process's peak memory (needs Linux /proc/self/status and clear_refs)");
     }
     let mut synced = Ok(());
@@ -46,7 +63,12 @@ fn measure<B: Backend>(device: &B::Device, iters: usize, mut step: impl FnMut())
             synced = B::sync(device);
         }
     };
-    let before = memory::rss().map_or(0, |r| r.0);
+    // On a device: the live tensors before the step (model, inputs); the
+    // pool it reserved before may already hold room the step then uses.
+    let before = match on_device {
+        Some(m) => m.in_use,
+        None => memory::rss().map_or(0, |r| r.0),
+    };
     run();
     let seconds = if iters == 0 {
         let t = Instant::now();
@@ -57,8 +79,11 @@ fn measure<B: Backend>(device: &B::Device, iters: usize, mut step: impl FnMut())
     };
     synced.map_err(|e| anyhow::anyhow!("device sync failed: {e:?}"))?;
     // The high-water mark over every run: the first allocates, later ones reuse.
-    let peak = memory::rss().map_or(0, |r| r.1);
-    Ok((seconds, peak.saturating_sub(before), peak))
+    let (peak, memory) = match B::device_memory(device) {
+        Some(m) => (m.reserved, "device allocator pool"),
+        None => (memory::rss().map_or(0, |r| r.1), "resident set"),
+    };
+    Ok(Measured { seconds, step_peak: peak.saturating_sub(before), peak, memory })
 }
 
 pub fn parse_impl(s: &str) -> Result<(AttentionImpl, bool)> {
@@ -109,7 +134,7 @@ where
     let plan = AttentionPlan { imp, block: a.block.max(1), window: a.window.max(1), fused };
     let x = Tensor::<B, 3>::random([a.batch, len, a.d_model], Distribution::Normal(0.0, 1.0), device);
     let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; a.batch * len], [a.batch, len]), device);
-    let (seconds, peak, process_peak) = if a.train {
+    let m = if a.train {
         measure::<B>(device, a.iters, || {
             let x = x.clone().require_grad();
             let out = mha.forward(x.clone(), x, mask.clone(), plan, false).context;
@@ -125,8 +150,8 @@ where
         })?
     };
     Ok(json!({"impl": a.imp, "seq_len": len, "batch": a.batch, "heads": heads,
-        "d_model": a.d_model, "train": a.train, "seconds": seconds, "peak_bytes": peak,
-        "process_peak_bytes": process_peak, "device": device_name,
+        "d_model": a.d_model, "train": a.train, "seconds": m.seconds, "peak_bytes": m.step_peak,
+        "process_peak_bytes": m.peak, "memory": m.memory, "device": device_name,
         "threads": rayon::current_num_threads()}))
 }
 
@@ -223,12 +248,11 @@ pub fn training_step<B: TrainBackend>(
     let estimate = memory::estimate(cfg, shape);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg, corpus::Tokenization::Words));
     let mut failed = None;
-    let (seconds, peak, process_peak) =
-        measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {
-            Ok(Outcome::Stepped(_)) => {}
-            Ok(Outcome::Skipped(why)) => failed = Some(why),
-            Err(e) => failed = Some(e.to_string()),
-        })?;
+    let m = measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {
+        Ok(Outcome::Stepped(_)) => {}
+        Ok(Outcome::Skipped(why)) => failed = Some(why),
+        Err(e) => failed = Some(e.to_string()),
+    })?;
     if let Some(e) = failed {
         bail!("the training step failed: {e}");
     }
@@ -240,8 +264,8 @@ pub fn training_step<B: TrainBackend>(
         tags: tags.len(),
     });
     Ok(json!({"encoder": encoder_name(cfg), "batch": s.batch, "seq_len": s.seq_len,
-        "word_len": word_len, "params": params, "parts": B::train_shards(s.batch), "estimate_bytes": estimate as u64, "peak_bytes": peak,
-        "process_peak_bytes": process_peak, "seconds": seconds, "device": device_name,
+        "word_len": word_len, "params": params, "parts": B::train_shards(s.batch), "estimate_bytes": estimate as u64, "peak_bytes": m.step_peak,
+        "process_peak_bytes": m.peak, "memory": m.memory, "seconds": m.seconds, "device": device_name,
         "floats": {"recurrent": floats.recurrent, "attention": floats.attention, "scores": floats.scores}}))
 }
 

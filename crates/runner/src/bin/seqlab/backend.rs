@@ -24,69 +24,57 @@ pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
         DeviceArg::Ndarray => job.run::<Autodiff<burn::backend::NdArray>>(Default::default(), name),
         #[cfg(feature = "cuda")]
         DeviceArg::Cuda => {
-            cache_compiled_kernels();
+            runner::kernels::configure_cubecl();
             job.run::<Autodiff<burn::backend::Cuda>>(Default::default(), name)
         }
         #[cfg(not(feature = "cuda"))]
-        DeviceArg::Cuda => anyhow::bail!("this seqlab was built without CUDA: rebuild with `--features cuda`"),
-    }
-}
-
-/// Keeps the CUDA kernels that CubeCL compiles in an on-disk cache, so that
-/// only the first process pays for them. A fresh process otherwise
-/// JIT-compiles every kernel it meets through NVRTC, roughly 0.5–1 s each:
-/// on an H200, 89 compilations in a BiLSTM-CRF's first minute, before a
-/// single benchmark batch finished (benchmarks/results-gpu.md). CubeCL
-/// leaves this cache off unless a `cubecl.toml` turns it on; here it goes
-/// where CubeCL keeps its autotune results (`target/` of the nearest Cargo
-/// project above the working directory, else the user's cache directory).
-/// The rest of CubeCL's configuration is read as CubeCL reads it (a
-/// `cubecl.toml` above the working directory, then its `CUBECL_*`
-/// environment variables); a cache location named there wins.
-#[cfg(feature = "cuda")]
-fn cache_compiled_kernels() {
-    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let config = CubeClRuntimeConfig::from_current_dir().override_from_env();
-        CubeClRuntimeConfig::set(with_kernel_cache(config));
-    });
-}
-
-/// `config` with the compiled-kernel cache on, where it names none, and
-/// matrix-product autotuning at its minimal level where it is at CubeCL's
-/// default ("balanced") and `CUBECL_AUTOTUNE_LEVEL` is unset: each
-/// candidate CubeCL tries is a kernel compiled for every new shape, which
-/// a first run pays for before its first batch (`CUBECL_AUTOTUNE_LEVEL=
-/// balanced`, or a `cubecl.toml`, brings it back).
-#[cfg(feature = "cuda")]
-fn with_kernel_cache(
-    mut config: burn::cubecl::config::CubeClRuntimeConfig,
-) -> burn::cubecl::config::CubeClRuntimeConfig {
-    use burn::cubecl::config::autotune::AutotuneLevel;
-    if config.compilation.cache.is_none() {
-        config.compilation.cache = Some(burn::cubecl::config::cache::CacheConfig::Target);
-    }
-    if matches!(config.autotune.level, AutotuneLevel::Balanced) && std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
-        config.autotune.level = AutotuneLevel::Minimal;
-    }
-    config
-}
-
-#[cfg(all(test, feature = "cuda"))]
-mod tests {
-    use super::with_kernel_cache;
-    use burn::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig};
-
-    #[test]
-    fn kernel_cache_and_minimal_autotuning_are_on_by_default_and_a_named_location_wins() {
-        let on = with_kernel_cache(CubeClRuntimeConfig::default());
-        assert!(matches!(on.compilation.cache, Some(CacheConfig::Target)));
-        if std::env::var_os("CUBECL_AUTOTUNE_LEVEL").is_none() {
-            assert!(matches!(on.autotune.level, burn::cubecl::config::autotune::AutotuneLevel::Minimal));
+        DeviceArg::Cuda => anyhow::bail!(
+            "this seqlab was built without CUDA: rebuild with `cargo build --release -p runner --features cuda`"
+        ),
+        #[cfg(feature = "wgpu")]
+        DeviceArg::Wgpu => {
+            runner::kernels::configure_cubecl();
+            let device = burn::backend::wgpu::WgpuDevice::default();
+            let adapter = wgpu_adapter(&device)?;
+            job.run::<Autodiff<burn::backend::Wgpu>>(device, &format!("{name}: {adapter}"))
         }
-        let named: CubeClRuntimeConfig = toml::from_str("[compilation]\ncache = { file = \"/tmp/kernels\" }").unwrap();
-        let kept = with_kernel_cache(named);
-        assert!(matches!(kept.compilation.cache, Some(CacheConfig::File(p)) if p.ends_with("kernels")));
+        #[cfg(not(feature = "wgpu"))]
+        DeviceArg::Wgpu => anyhow::bail!(
+            "this seqlab was built without wgpu (Vulkan, Metal, DX12): rebuild with \
+             `cargo build --release -p runner --features wgpu`"
+        ),
+    }
+}
+
+/// Opens the machine's preferred GPU adapter for `device` (Vulkan on Linux
+/// and Windows, Metal on macOS, DX12 on Windows) and names it, or says
+/// clearly that there is none. burn-wgpu panics when it finds no adapter;
+/// that panic is caught here, before any tensor exists, and its message
+/// kept for the error.
+#[cfg(feature = "wgpu")]
+fn wgpu_adapter(device: &burn::backend::wgpu::WgpuDevice) -> Result<String> {
+    use burn::backend::wgpu::{graphics::AutoGraphicsApi, init_setup, RuntimeOptions};
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let setup = std::panic::catch_unwind(|| init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default()));
+    std::panic::set_hook(quiet);
+    match setup {
+        Ok(setup) => {
+            let info = setup.adapter.get_info();
+            Ok(format!("{:?} on {} ({:?}, driver {})", setup.backend, info.name, info.device_type, info.driver))
+        }
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no reason given");
+            anyhow::bail!(
+                "--device wgpu: no GPU adapter found ({why}). Looked for a Vulkan device on Linux and Windows, \
+                 Metal on macOS, DX12 on Windows. Is the GPU's driver installed (`vulkaninfo --summary` lists \
+                 Vulkan devices)? On a machine without a GPU, Mesa's software Vulkan driver runs the same \
+                 kernels on the CPU (slowly): `apt-get install mesa-vulkan-drivers` on Debian and Ubuntu"
+            )
+        }
     }
 }

@@ -183,6 +183,12 @@ pub fn attention(args: BenchAttentionArgs) -> Result<()> {
             rows.push((imp.clone(), len, r));
         }
     }
+    if !args.json {
+        // Which memory the peaks count: the resident set on the CPU, the allocator's pool on a GPU.
+        if let Some(kind) = rows.iter().find_map(|(_, _, r)| r.as_ref().ok()?["memory"].as_str().map(String::from)) {
+            println!("memory: {kind}");
+        }
+    }
     if let Some(path) = &args.plot {
         let series: Vec<(String, Vec<(f64, f64)>)> = args
             .imps

@@ -201,19 +201,21 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-/// Compute device: `cpu` is burn-flex, `ndarray` burn-ndarray, `cuda` burn-cuda
-/// (built with `--features cuda`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrecisionArg {
     F32,
     Bf16,
 }
 
+/// Compute device: `cpu` is burn-flex, `ndarray` burn-ndarray, `cuda`
+/// burn-cuda (built with `--features cuda`), `wgpu` burn-wgpu: Vulkan,
+/// Metal or DX12, whichever the machine has (built with `--features wgpu`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceArg {
     Cpu,
     Ndarray,
     Cuda,
+    Wgpu,
 }
 
 impl DeviceArg {
@@ -222,6 +224,7 @@ impl DeviceArg {
             DeviceArg::Cpu => "cpu (burn-flex)",
             DeviceArg::Ndarray => "ndarray (burn-ndarray)",
             DeviceArg::Cuda => "cuda (burn-cuda)",
+            DeviceArg::Wgpu => "wgpu (burn-wgpu)",
         }
     }
 
@@ -231,6 +234,7 @@ impl DeviceArg {
             DeviceArg::Cpu => "cpu",
             DeviceArg::Ndarray => "ndarray",
             DeviceArg::Cuda => "cuda",
+            DeviceArg::Wgpu => "wgpu",
         }
     }
 }

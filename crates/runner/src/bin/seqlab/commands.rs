@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub fn train(args: TrainArgs) -> Result<()> {
     let started = std::time::Instant::now();
-    if args.verbose && matches!(args.device, crate::cli::DeviceArg::Cuda) {
+    if args.verbose && matches!(args.device, crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Wgpu) {
         // The CPU backends compile no kernels: nothing to count there.
         runner::kernels::install();
     }
@@ -55,7 +55,7 @@ impl Job for TrainJob {
     {
         let Launch { mut cfg, prep, out, resume, budget } = self.launch;
         if let Some(budget) = budget {
-            runner::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, device_name, &Console)?;
+            runner::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, &Console)?;
         }
         let opts = TrainOptions {
             out: &out,
