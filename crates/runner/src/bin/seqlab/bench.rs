@@ -125,7 +125,12 @@ fn child(args: &[String]) -> Result<Value, String> {
         .map_err(|e| format!("cannot start a measurement process: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+        // The last line that says something: a panic's message, not the backtrace notes after it.
+        let noise = |l: &str| {
+            let l = l.trim();
+            l.is_empty() || l.starts_with("note:") || l.starts_with("stack backtrace") || l == "No backtrace available"
+        };
+        let last = err.lines().rev().find(|l| !noise(l)).unwrap_or("").to_string();
         return Err(match out.status.code() {
             Some(c) => format!("exit {c}: {last}"),
             None => "killed (out of memory?)".to_string(),
