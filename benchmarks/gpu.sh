@@ -27,8 +27,9 @@
 #            device's `memory.used` (nvidia-smi, sampled every 20 ms) at its
 #            highest during the process, less the idle reading: the same
 #            yardstick for both, CUDA context and allocator pools included.
-#            seqlab also reports its allocator's own pool (peak_bytes: its
-#            growth over the step), the only GPU figure on wgpu. Batch,
+#            seqlab also reports its allocator's own pool (peak_bytes: the
+#            pool after the step less the tensors alive before it), the
+#            only GPU figure on wgpu. Batch,
 #            heads and d_model: ATTENTION_SHAPE (default "32 8 512"; on
 #            wgpu "1 8 512", which lavapipe's memory, the host's, holds).
 #

@@ -70,8 +70,8 @@ def main():
         shape = f"batch {first.get('batch', '?')}, {first.get('heads', '?')} heads, d_model {first.get('d_model', '?')}"
         print(f"## One self-attention layer, forward + backward ({shape})\n")
         if wgpu:
-            print("Memory: seqlab's allocator's own figure (CubeCL's memory pool: its growth over the step,")
-            print("which keeps the step's high-water mark). No nvidia-smi on wgpu, no PyTorch to compare with.\n")
+            print("Memory: seqlab's allocator's own figure (CubeCL's memory pool after the step, which keeps")
+            print("its high-water mark, less the tensors alive before it). No nvidia-smi on wgpu, no PyTorch.\n")
         else:
             print("GPU memory: the device's memory.used at its peak during the process less the idle reading")
             print("(nvidia-smi every 20 ms; CUDA context and allocator pools included, same for both).\n")
