@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 mod common;
 
-use common::{config, ok, seqlab, squad, SMALL, SMALL_QA};
+use common::{config, ok, seqlab, squad, train_tokenizer, SMALL, SMALL_QA};
 
 fn work() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -39,9 +39,7 @@ fn qa() -> &'static Path {
         std::fs::write(d.join("train.json"), squad(160, 1, "t")).unwrap();
         std::fs::write(d.join("dev.json"), squad(30, 2, "d")).unwrap();
         std::fs::write(d.join("test.json"), squad(30, 3, "e")).unwrap();
-        let tok = d.join("tokenizer.json");
-        let (data, tok) = (d.to_str().unwrap(), tok.to_str().unwrap());
-        ok(seqlab(&["tokenizer", "train", "--data", data, "--vocab-size", "120", "--out", tok]));
+        train_tokenizer(&d);
         d
     })
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 mod common;
 
-use common::{ok, seqlab, squad, CITIES, SMALL_QA as SMALL};
+use common::{ok, seqlab, squad, train_tokenizer, CITIES, SMALL_QA as SMALL};
 use std::process::Output;
 
 fn train(data: &Path, config: &str, out: &Path, epochs: &str) -> Output {
@@ -41,17 +41,7 @@ fn qa_taggers_train_and_report_official_answer_scores() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("seqlab tokenizer train"), "{err}");
 
-    let tok = data.join("tokenizer.json");
-    let said = ok(seqlab(&[
-        "tokenizer",
-        "train",
-        "--data",
-        data.to_str().unwrap(),
-        "--vocab-size",
-        "120",
-        "--out",
-        tok.to_str().unwrap(),
-    ]));
+    let said = train_tokenizer(&data);
     assert!(said.contains("WordPiece") && said.contains("480 texts"), "{said}");
 
     // A plain tagger config on QA data is refused, naming the key.

@@ -25,7 +25,7 @@ use burn::backend::wgpu::WgpuDevice;
 use burn::backend::{Autodiff, Flex, Wgpu};
 use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
-use common::{ok, seqlab, squad, SMALL, SMALL_QA};
+use common::{ok, seqlab, squad, train_tokenizer, SMALL, SMALL_QA};
 use corpus::batch::plan_batches;
 use corpus::SplitName;
 use encoders::ops::{SeqBackend, TrainBackend};
@@ -85,17 +85,7 @@ fn qa(dir: &Path) -> PathBuf {
     std::fs::write(data.join("train.json"), squad(32, 1, "t")).unwrap();
     std::fs::write(data.join("dev.json"), squad(16, 2, "d")).unwrap();
     std::fs::write(data.join("test.json"), squad(16, 3, "e")).unwrap();
-    let tok = data.join("tokenizer.json");
-    ok(seqlab(&[
-        "tokenizer",
-        "train",
-        "--data",
-        data.to_str().unwrap(),
-        "--vocab-size",
-        "120",
-        "--out",
-        tok.to_str().unwrap(),
-    ]));
+    train_tokenizer(&data);
     data
 }
 

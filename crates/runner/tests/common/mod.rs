@@ -67,6 +67,22 @@ pub fn squad(n: usize, seed: u64, prefix: &str) -> String {
     serde_json::json!({"version": "1.1", "data": [{"title": prefix, "paragraphs": paragraphs}]}).to_string()
 }
 
+/// Trains the WordPiece tokenizer of the SQuAD-format dataset in `data`
+/// (120 pieces) to `data/tokenizer.json`; returns what seqlab printed.
+pub fn train_tokenizer(data: &Path) -> String {
+    let tok = data.join("tokenizer.json");
+    ok(seqlab(&[
+        "tokenizer",
+        "train",
+        "--data",
+        data.to_str().unwrap(),
+        "--vocab-size",
+        "120",
+        "--out",
+        tok.to_str().unwrap(),
+    ]))
+}
+
 /// Small tagger sizes for training runs of seconds on the toy data.
 pub const SMALL: &[&str] = &[
     "--set",
