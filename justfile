@@ -65,7 +65,7 @@ train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
 qa-baseline DATA=squad: (_qa DATA)
     {{seqlab}} qa baseline --data {{DATA}} --split test
 
-# The QA comparison (README, "Question answering"): qa-cross and qa-concat-self
+# The QA comparison (experiments/qa.md): qa-cross and qa-concat-self
 # × seeds 1–5 (paired), qa-concat-self-deep and qa-bilstm × seeds 1–3, two runs
 # side by side at one thread each (runs in experiments/runs/qa/); then the
 # question-shuffle ablation of every run, the baselines, the attention share of

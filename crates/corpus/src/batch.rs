@@ -3,7 +3,7 @@
 //! A batch never truncates a sentence: it is as long as its longest
 //! sentence, and the mask says which positions are real.
 
-use crate::cues::CUES;
+use crate::qa::cues::CUES;
 use crate::tags::Tag;
 use crate::vocab::{Vocabs, PAD_ID};
 use rand::seq::SliceRandom;
@@ -58,7 +58,7 @@ impl Vocabs {
 
     /// [`Vocabs::encode`] with the character and case features read from
     /// `written`, each token as the original text writes it (a QA context's
-    /// lowercased sub-words: [`crate::squad::QaItem::surfaces`]).
+    /// lowercased sub-words: [`crate::qa::squad::QaItem::surfaces`]).
     pub fn encode_written(
         &self,
         tokens: &[String],
@@ -106,10 +106,10 @@ impl Vocabs {
 pub struct Asked<'a> {
     /// The question's tokens.
     pub question: &'a [String],
-    /// The context's reading cues, `[tokens × CUES]` ([`crate::cues`]).
+    /// The context's reading cues, `[tokens × CUES]` ([`crate::qa::cues`]).
     pub cues: &'a [u32],
     /// The context's tokens as written in the original text (characters
-    /// and case: [`crate::squad::QaItem::surfaces`]).
+    /// and case: [`crate::qa::squad::QaItem::surfaces`]).
     pub written: &'a [String],
 }
 
@@ -123,7 +123,7 @@ pub enum Example {
     Asked {
         context: Encoded,
         question: Encoded,
-        /// `[context tokens × CUES]` reading cues ([`crate::cues`]).
+        /// `[context tokens × CUES]` reading cues ([`crate::qa::cues`]).
         cues: Vec<u32>,
     },
 }

@@ -19,16 +19,16 @@
 
 use crate::error::{CorpusError, Result};
 use crate::io::read_text;
-use crate::qa_metric::QaMetric;
+use crate::qa::metric::QaMetric;
+use crate::qa::squad::{qa_files, qa_sentences, Answers, QaItem, SquadFile, Tokenize};
 use crate::reader::{parse_tagged, Columns, Sentence};
 use crate::split::classify;
-use crate::squad::{qa_files, qa_sentences, Answers, QaItem, SquadFile, Tokenize};
 use crate::tags::Scheme;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Split names live in [`crate::split`] (shared with [`crate::squad`]).
+/// Split names live in [`crate::split`] (shared with [`crate::qa::squad`]).
 pub use crate::split::SplitName;
 
 pub const DATASET_TOML: &str = "dataset.toml";
@@ -236,7 +236,7 @@ impl Dataset {
     }
 
     /// Reads a question-answering folder (SQuAD-format `train.json`,
-    /// `dev.json`, `test.json`; see [`crate::squad::qa_sentences`]), its
+    /// `dev.json`, `test.json`; see [`crate::qa::squad::qa_sentences`]), its
     /// texts cut into sub-tokens by `tokenize`. Tags are BIO (`B-ANS`, `I-ANS`).
     /// [`Dataset::load_qa_info`] also says which metric scores it and what
     /// reading it repaired.
@@ -379,7 +379,7 @@ impl MetricChoice {
             format!(
                 "detected: {:.0}% of the context characters are CJK, the threshold is {:.0}%",
                 100.0 * self.cjk_share,
-                100.0 * crate::qa_metric::CJK_SHARE
+                100.0 * crate::qa::metric::CJK_SHARE
             )
         };
         format!("answers are scored with the {} metric ({why})", self.metric.name())
@@ -410,7 +410,7 @@ pub fn qa_metric_of<'a>(dir: &Path, contexts: impl IntoIterator<Item = &'a str>)
 }
 
 /// Reads the SQuAD files of `files` into QA splits (see
-/// [`crate::squad::qa_sentences`]), each with its file and how many
+/// [`crate::qa::squad::qa_sentences`]), each with its file and how many
 /// answer offsets reading it repaired; two files for one split is an error.
 fn load_qa_splits(
     dir: &Path,
@@ -555,8 +555,8 @@ mod tests {
         format!("{{\"data\": [{{\"title\": \"T\", \"paragraphs\": [\n{}]}}]}}", ps.join(",\n"))
     }
 
-    fn words(t: &str) -> std::result::Result<Vec<crate::squad::Piece>, String> {
-        Ok(crate::squad::words(t))
+    fn words(t: &str) -> std::result::Result<Vec<crate::qa::squad::Piece>, String> {
+        Ok(crate::qa::squad::words(t))
     }
 
     #[test]

@@ -5,24 +5,21 @@
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
 //! [`stats`] describes one; [`tokenization`] says how raw text is cut
-//! into tokens; [`bigrams`] pairs each character with the next. [`squad`] reads extractive-QA data (SQuAD
+//! into tokens; [`bigrams`] pairs each character with the next. [`qa::squad`] reads extractive-QA data (SQuAD
 //! JSON) and scores answers with the official exact match and token F1;
-//! [`qa_metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
-//! [`qa_baseline`] answers without learning (sliding window, best sentence).
+//! [`qa::metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
+//! [`qa::baseline`] answers without learning (sliding window, best sentence).
 
 pub mod batch;
 pub mod bigrams;
-pub mod cues;
 pub mod dataset;
 pub mod error;
 pub mod io;
-pub mod qa_baseline;
-pub mod qa_metric;
+pub mod qa;
 pub mod reader;
 pub mod score;
 pub mod shape;
 pub mod split;
-pub mod squad;
 pub mod stats;
 pub mod tags;
 pub mod tokenization;

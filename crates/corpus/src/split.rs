@@ -1,6 +1,6 @@
 //! The three splits of a dataset (train, dev, test) and the split a file's
 //! name claims: shared by tagged-file folders ([`crate::dataset`]) and
-//! question-answering folders ([`crate::squad::qa_files`]).
+//! question-answering folders ([`crate::qa::squad::qa_files`]).
 
 use serde::{Deserialize, Serialize};
 

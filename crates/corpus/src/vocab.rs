@@ -143,12 +143,12 @@ pub struct Vocabs {
     /// Tags in id order.
     pub tags: Vec<String>,
     /// Question-answering data: document frequencies of the training
-    /// contexts' words, for the IDF reading cue ([`crate::cues`]).
+    /// contexts' words, for the IDF reading cue ([`crate::qa::cues`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idf: Option<crate::cues::Idf>,
+    pub idf: Option<crate::qa::cues::Idf>,
     /// Question-answering data: the metric its answers are scored with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qa_metric: Option<crate::qa_metric::QaMetric>,
+    pub qa_metric: Option<crate::qa::metric::QaMetric>,
     /// How the training text was cut into tokens (absent in runs made
     /// before it was recorded: see [`Vocabs::tokenization`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -228,7 +228,7 @@ fn vocab_reader(bytes: &[u8]) -> Result<(), TestCaseError> {
 
 fn squad_reader(bytes: &[u8]) -> Result<(), TestCaseError> {
     let (_d, path) = file("dev-v1.1.json", bytes);
-    match corpus::squad::SquadFile::read(&path) {
+    match corpus::qa::squad::SquadFile::read(&path) {
         Err(e) => check_error(&e, &path, bytes)?,
         Ok(f) => {
             // Every first answer it accepts is where it says (repaired if

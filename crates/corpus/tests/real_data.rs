@@ -63,7 +63,7 @@ fn resume_ner_counts_match_its_readme() {
 #[test]
 fn squad_dev_counts_match_its_readme_and_split_by_article() {
     let Some(dir) = shared("squad11") else { return };
-    let f = corpus::squad::SquadFile::read(&dir.join("dev-v1.1.json")).unwrap();
+    let f = corpus::qa::squad::SquadFile::read(&dir.join("dev-v1.1.json")).unwrap();
     let s = f.stats();
     assert_eq!((s.articles, s.paragraphs, s.questions, s.answers), (48, 2067, 10570, 34726));
     let (train, held) = f.split_by_article(10);
@@ -77,16 +77,16 @@ fn squad_dev_counts_match_its_readme_and_split_by_article() {
         .flat_map(|p| &p.qas)
         .map(|q| (q.answers[0].text.clone(), q.answers.iter().map(|a| a.text.clone()).collect()))
         .collect();
-    let score = corpus::squad::qa_score(golds.iter().map(|(p, g)| (p.as_str(), g.as_slice())));
+    let score = corpus::qa::squad::qa_score(golds.iter().map(|(p, g)| (p.as_str(), g.as_slice())));
     assert_eq!((score.exact_match, score.f1, score.questions), (1.0, 1.0, 10570));
     // Every offset of the official file is right: nothing to repair.
     assert_eq!(f.repaired, 0);
     // Train / dev / test: 34 / 4 / 10 articles, test the same 10 as above.
     let (train, dev, test) = f.split_train_dev_test(10, 4);
-    let questions = |s: &corpus::squad::SquadFile| s.stats().questions;
+    let questions = |s: &corpus::qa::squad::SquadFile| s.stats().questions;
     assert_eq!((train.data.len(), dev.data.len(), test.data.len()), (34, 4, 10));
     assert_eq!((questions(&train), questions(&dev), questions(&test)), (7265, 837, 2468));
     assert_eq!(test, held);
     let contexts = f.data.iter().flat_map(|a| &a.paragraphs).map(|p| p.context.as_str());
-    assert_eq!(corpus::qa_metric::QaMetric::detect(contexts).0, corpus::qa_metric::QaMetric::Squad);
+    assert_eq!(corpus::qa::metric::QaMetric::detect(contexts).0, corpus::qa::metric::QaMetric::Squad);
 }

@@ -1,5 +1,7 @@
-//! The CRF's recursions for one sentence, in plain Rust on f64: Viterbi and
-//! the forward-backward algorithm (log Z, unary and pairwise marginals).
+//! The CRF's recursions for one sentence, in plain Rust on f64: Viterbi,
+//! the forward-backward algorithm (log Z, unary and pairwise marginals),
+//! k-best Viterbi ([`k_best`]) and the count of allowed paths
+//! ([`count_paths`]).
 //!
 //! Both walk the sentence position by position over `T × T` transition
 //! scores. As tensor operations that is a chain of `L` tiny kernels per
@@ -12,6 +14,22 @@
 //!
 //! Notation: `em` is the sentence's emissions, row-major `[n, T]`;
 //! [`Scores::trans`] is `[from * T + to]`.
+
+/// The score of a forbidden transition, start or end. Finite, so that
+/// log-sum-exp never sees `-inf - -inf`; far below any reachable path score.
+pub const FORBIDDEN: f32 = -1.0e9;
+
+/// Below this a single transition, start or end score counts as forbidden:
+/// half of [`FORBIDDEN`]. A forbidden score is the learned parameter plus
+/// `FORBIDDEN`, and learned parameters stay many orders of magnitude below
+/// `5e8` in size, so the halfway mark separates the two with room on both
+/// sides (`-inf` and NaN count as forbidden too).
+pub const FORBIDDEN_BELOW: f64 = FORBIDDEN as f64 / 2.0;
+
+/// Whether one transition, start or end score is allowed (see [`FORBIDDEN_BELOW`]).
+pub fn allowed(score: f64) -> bool {
+    score >= FORBIDDEN_BELOW
+}
 
 /// A CRF's effective scores (forbidden transitions included as large
 /// negative numbers), copied to the host.
@@ -168,4 +186,124 @@ fn argmax(x: impl Iterator<Item = f64>) -> usize {
         }
     }
     arg
+}
+
+/// One entry of a k-best list at (position `i`, tag `j`): a prefix ending in
+/// `j` at `i`, its score, and where it came from — entry `rank` of the list
+/// at (`i − 1`, `from`) (unused at position 0).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    score: f64,
+    from: usize,
+    rank: usize,
+}
+
+/// The `k` best allowed paths of one sentence of `n = em.len() / T`
+/// positions with their scores (unnormalised, as [`viterbi`] maximises),
+/// best first: list Viterbi.
+///
+/// Allowed means no transition, start or end of the path scores below
+/// [`FORBIDDEN_BELOW`] (see [`allowed`]): a forbidden step is never taken,
+/// so forbidden paths are never returned, and where fewer than `k` allowed
+/// paths exist all of them are ([`count_paths`] says how many). `k = 0`
+/// gives no path; `n = 0` gives the one empty path, `(vec![], 0.0)`.
+///
+/// Ties: among equal scores the path whose tags, compared from the last
+/// position backwards, are lower comes first (lower last tag, then lower
+/// tag before it, …); this is [`viterbi`]'s rule, so the first path is
+/// exactly [`viterbi`]'s whenever an allowed path exists (the scores are
+/// summed in the same order, bit for bit).
+///
+/// `lists[i * T + j]`: up to `k` entries, best first, each a distinct
+/// allowed prefix `y_0..=y_i` with `y_i = j`; built from the lists at
+/// `i − 1` by merging each `from`'s list shifted by `trans[from][j]`, then
+/// adding `em[i][j]`. `O(n · T² · k log(T k))` time, `O(n · T · k)` memory.
+pub fn k_best(s: &Scores, em: &[f64], k: usize) -> Vec<(Vec<usize>, f64)> {
+    let t = s.t;
+    let n = em.len() / t;
+    if k == 0 {
+        return Vec::new();
+    }
+    if n == 0 {
+        return vec![(Vec::new(), 0.0)];
+    }
+    let mut lists: Vec<Vec<Entry>> =
+        (0..t)
+            .map(|j| {
+                if allowed(s.start[j]) {
+                    vec![Entry { score: s.start[j] + em[j], from: 0, rank: 0 }]
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+    for i in 1..n {
+        for j in 0..t {
+            // Candidates in (from, rank) order; the stable sort keeps that
+            // order among equal scores.
+            let mut cand = Vec::new();
+            for from in (0..t).filter(|&from| allowed(s.trans[from * t + j])) {
+                let prev = &lists[(i - 1) * t + from];
+                let tr = s.trans[from * t + j];
+                cand.extend(prev.iter().enumerate().map(|(rank, e)| Entry { score: e.score + tr, from, rank }));
+            }
+            best_first(&mut cand, k);
+            for e in &mut cand {
+                e.score += em[i * t + j];
+            }
+            lists.push(cand);
+        }
+    }
+    // The final ranking: `from` is the last tag, `rank` its entry there.
+    let mut last = Vec::new();
+    for j in (0..t).filter(|&j| allowed(s.end[j])) {
+        let list = &lists[(n - 1) * t + j];
+        last.extend(list.iter().enumerate().map(|(rank, e)| Entry { score: e.score + s.end[j], from: j, rank }));
+    }
+    best_first(&mut last, k);
+    last.iter()
+        .map(|fin| {
+            let mut path = vec![0; n];
+            let (mut tag, mut rank) = (fin.from, fin.rank);
+            path[n - 1] = tag;
+            for i in (1..n).rev() {
+                let e = lists[i * t + tag][rank];
+                (tag, rank) = (e.from, e.rank);
+                path[i - 1] = tag;
+            }
+            (path, fin.score)
+        })
+        .collect()
+}
+
+/// Sorts candidates by score, highest first, keeping their order among equal
+/// scores (stable; `-0.0` equals `0.0`, NaN goes last), and keeps the first `k`.
+fn best_first(cand: &mut Vec<Entry>, k: usize) {
+    cand.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or_else(|| a.score.is_nan().cmp(&b.score.is_nan())));
+    cand.truncate(k);
+}
+
+/// The number of allowed paths (no transition, start or end below
+/// [`FORBIDDEN_BELOW`], as [`k_best`] returns) through a sentence of `n`
+/// positions; saturates at `u128::MAX`. An empty sentence has exactly one
+/// path, the empty one, so `n = 0` gives 1.
+///
+/// `count[j]`: allowed prefixes ending in tag `j` at the current position;
+/// `count'[j] = Σ_from [trans[from][j] allowed] · count[from]`.
+pub fn count_paths(s: &Scores, n: usize) -> u128 {
+    let t = s.t;
+    if n == 0 {
+        return 1;
+    }
+    let mut count: Vec<u128> = s.start.iter().map(|&x| u128::from(allowed(x))).collect();
+    for _ in 1..n {
+        count = (0..t)
+            .map(|j| {
+                (0..t)
+                    .filter(|&from| allowed(s.trans[from * t + j]))
+                    .fold(0u128, |acc, from| acc.saturating_add(count[from]))
+            })
+            .collect();
+    }
+    (0..t).filter(|&j| allowed(s.end[j])).fold(0u128, |acc, j| acc.saturating_add(count[j]))
 }

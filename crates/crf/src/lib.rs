@@ -27,9 +27,9 @@ use corpus::{Scheme, Tag};
 pub mod host;
 pub mod one_span;
 
-/// The score of a forbidden transition. Finite, so that log-sum-exp never
-/// sees `-inf - -inf`; far below any reachable path score.
-pub const FORBIDDEN: f32 = -1.0e9;
+/// The score of a forbidden transition (defined in [`host`], whose
+/// recursions recognise it there without importing this file).
+pub use host::FORBIDDEN;
 
 /// How [`Crf::nll`] reduces over the batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -270,6 +270,32 @@ impl<B: Backend> Crf<B> {
     pub fn decode_host(&self, sentences: &[&[f32]]) -> Vec<Vec<usize>> {
         let scores = self.host_scores();
         sentences.iter().map(|em| host::viterbi(&scores, &widen(em))).collect()
+    }
+
+    /// The `k` best allowed paths of each sentence (emissions on the host,
+    /// `[n, T]` per sentence, as [`Self::decode_host`] takes them), best
+    /// first, each with its probability `exp(score − log Z)`
+    /// ([`host::k_best`], log Z from [`host::forward_backward`]). The first
+    /// path is [`Self::decode_host`]'s; a sentence with fewer than `k`
+    /// allowed paths gives all of them ([`host::count_paths`] counts them);
+    /// an empty sentence gives its one empty path with probability 1.
+    ///
+    /// # Panics
+    /// If `k` is 0 (callers validate `k ≥ 1`).
+    pub fn k_best_host(&self, sentences: &[&[f32]], k: usize) -> Vec<Vec<(Vec<usize>, f64)>> {
+        assert!(k >= 1, "k_best_host: k must be at least 1, got 0");
+        let scores = self.host_scores();
+        sentences
+            .iter()
+            .map(|em| {
+                if em.is_empty() {
+                    return vec![(Vec::new(), 1.0)];
+                }
+                let em = widen(em);
+                let log_z = host::forward_backward(&scores, &em).log_z;
+                host::k_best(&scores, &em, k).into_iter().map(|(path, score)| (path, (score - log_z).exp())).collect()
+            })
+            .collect()
     }
 
     /// [`Self::marginals`] of emissions on the host: `[n, T]` per sentence.

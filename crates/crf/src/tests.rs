@@ -321,6 +321,197 @@ fn gradient_matches_finite_differences_on_start_scores() {
     }
 }
 
+// ---------------------------------------------------------------------------
+// k-best Viterbi and path counting, against brute-force enumeration.
+
+/// Constraint sets of 3 to 5 tags for the k-best checks: none, BIO, IOB1,
+/// BIOES, BMES and the one-span CRF's.
+fn k_best_constraints() -> Vec<(&'static str, Constraints)> {
+    let scheme = |scheme: Scheme, types: &[&str]| {
+        let labels: Vec<String> = types.iter().map(|s| s.to_string()).collect();
+        Constraints::from_scheme(scheme, &scheme.tag_set(&labels))
+    };
+    vec![
+        ("none 3", Constraints::none(3)),
+        ("none 4", Constraints::none(4)),
+        ("none 5", Constraints::none(5)),
+        ("BIO 1 type", scheme(Scheme::Iob2, &["X"])),
+        ("BIO 2 types", scheme(Scheme::Iob2, &["X", "Y"])),
+        ("IOB1 2 types", scheme(Scheme::Iob1, &["X", "Y"])),
+        ("BIOES 1 type", scheme(Scheme::Bioes, &["X"])),
+        ("BMES 1 type", scheme(Scheme::Bmes, &["X"])),
+        ("one span", one_span::constraints()),
+    ]
+}
+
+/// A path's score under host scores, summed in the order the recursions
+/// sum it (start + em, then + trans + em per position, then + end), so
+/// equal to theirs bit for bit. 0 for the empty path.
+fn host_path_score(s: &host::Scores, em: &[f64], path: &[usize]) -> f64 {
+    let (Some(&first), Some(&last)) = (path.first(), path.last()) else { return 0.0 };
+    let t = s.t;
+    let mut score = s.start[first] + em[first];
+    for i in 1..path.len() {
+        score += s.trans[path[i - 1] * t + path[i]];
+        score += em[i * t + path[i]];
+    }
+    score + s.end[last]
+}
+
+/// Every allowed path with its score, best first; ties by the documented
+/// rule (tags compared from the last position backwards, lower first).
+fn brute_ranking(s: &host::Scores, cons: &Constraints, em: &[f64]) -> Vec<(Vec<usize>, f64)> {
+    let n = em.len() / s.t;
+    let mut ranked: Vec<(Vec<usize>, f64)> = all_paths(s.t, n)
+        .into_iter()
+        .filter(|p| cons.path_allowed(p))
+        .map(|p| {
+            let score = host_path_score(s, em, &p);
+            (p, score)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then_with(|| a.0.iter().rev().cmp(b.0.iter().rev())));
+    ranked
+}
+
+/// `k_best` for k = 1, 2, 5, all and all + 3 against the brute-force ranking.
+fn check_k_best(s: &host::Scores, cons: &Constraints, em: &[f64], what: &str) {
+    let want = brute_ranking(s, cons, em);
+    let all = want.len();
+    let n = em.len() / s.t;
+    assert_eq!(host::count_paths(s, n), all as u128, "{what}: count_paths");
+    let everything = host::k_best(s, em, all + 3);
+    for k in [1, 2, 5, all, all + 3] {
+        let got = host::k_best(s, em, k);
+        assert_eq!(got.len(), k.min(all), "{what}: k = {k} gives min(k, {all}) paths");
+        assert_eq!(got[..], everything[..got.len()], "{what}: k = {k} is a prefix of the full ranking");
+        for (r, ((p, sc), (wp, wsc))) in got.iter().zip(&want).enumerate() {
+            assert_eq!(p, wp, "{what}: k = {k}, path {r}");
+            assert!((sc - wsc).abs() <= 1e-9, "{what}: k = {k}, score {r}: {sc} vs {wsc}");
+            assert!(cons.path_allowed(p), "{what}: forbidden path {p:?}");
+        }
+    }
+    assert_eq!(everything[0].0, host::viterbi(s, em), "{what}: the best path is Viterbi's");
+}
+
+#[test]
+fn k_best_matches_brute_force() {
+    let dev = Default::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    for (name, cons) in k_best_constraints() {
+        let t = cons.num_tags();
+        for seed in 0..6 {
+            // Emissions rounded to f32 and back, as `Crf::k_best_host` sees them.
+            let case = random_case(&mut rng, t, &[0, 1, 2, 3, 4, 5], 3.0);
+            let scores = crf_of::<TB>(&case, &cons, &dev).host_scores();
+            for sent in &case.sents {
+                let em: Vec<f64> = sent.iter().flatten().map(|&x| x as f32 as f64).collect();
+                check_k_best(&scores, &cons, &em, &format!("{name}, seed {seed}, n = {}", sent.len()));
+            }
+        }
+    }
+}
+
+#[test]
+fn k_best_orders_exact_ties_by_the_documented_rule() {
+    // Integer scores in {-1, 0, 1}: many exact ties, every sum exact.
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    for (name, cons) in k_best_constraints() {
+        let t = cons.num_tags();
+        for seed in 0..4 {
+            let mut ints = |len: usize| (0..len).map(|_| rng.random_range(-1i32..=1) as f64).collect::<Vec<f64>>();
+            let pen = |ok: bool| if ok { 0.0 } else { FORBIDDEN as f64 };
+            let trans = ints(t * t).iter().zip(cons.trans.iter().flatten()).map(|(x, &ok)| x + pen(ok)).collect();
+            let start = ints(t).iter().zip(&cons.start).map(|(x, &ok)| x + pen(ok)).collect();
+            let end = ints(t).iter().zip(&cons.end).map(|(x, &ok)| x + pen(ok)).collect();
+            let scores = host::Scores::new(t, trans, start, end);
+            for n in 0..=5 {
+                // Half the sentences all zeros: every allowed path ties with the same transitions.
+                let em = if seed % 2 == 0 { vec![0.0; n * t] } else { ints(n * t) };
+                check_k_best(&scores, &cons, &em, &format!("ties, {name}, seed {seed}, n = {n}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn k_best_host_gives_probabilities_of_the_brute_force_distribution() {
+    let dev = Default::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    for (name, cons) in k_best_constraints() {
+        let t = cons.num_tags();
+        for seed in 0..3 {
+            let case = random_case(&mut rng, t, &[0, 1, 2, 3, 4, 5], 3.0);
+            let crf = crf_of::<TB>(&case, &cons, &dev);
+            let scores = crf.host_scores();
+            let ems: Vec<Vec<f32>> =
+                case.sents.iter().map(|s| s.iter().flatten().map(|&x| x as f32).collect()).collect();
+            let refs: Vec<&[f32]> = ems.iter().map(Vec::as_slice).collect();
+            let all = crf.k_best_host(&refs, usize::MAX);
+            let top2 = crf.k_best_host(&refs, 2);
+            assert_eq!(crf.decode_host(&refs), all.iter().map(|ps| ps[0].0.clone()).collect::<Vec<_>>());
+            for (s, em) in ems.iter().enumerate() {
+                let what = format!("{name}, seed {seed}, n = {}", case.sents[s].len());
+                let em: Vec<f64> = em.iter().map(|&x| x as f64).collect();
+                let want = brute_ranking(&scores, &cons, &em);
+                let log_z = log_sum_exp_of(want.iter().map(|w| w.1));
+                assert_eq!(all[s].len(), want.len(), "{what}: every allowed path");
+                assert_eq!(top2[s][..], all[s][..want.len().min(2)], "{what}: k = 2");
+                for ((p, prob), (wp, wsc)) in all[s].iter().zip(&want) {
+                    assert_eq!(p, wp, "{what}");
+                    let want_prob = (wsc - log_z).exp();
+                    assert!((prob - want_prob).abs() <= 1e-9, "{what}: P({p:?}) = {prob} vs {want_prob}");
+                }
+                let total: f64 = all[s].iter().map(|(_, p)| p).sum();
+                assert!((total - 1.0).abs() <= 1e-6, "{what}: probabilities sum to {total}");
+            }
+        }
+    }
+}
+
+fn log_sum_exp_of(x: impl Iterator<Item = f64> + Clone) -> f64 {
+    let m = x.clone().fold(f64::NEG_INFINITY, f64::max);
+    m + x.map(|v| (v - m).exp()).sum::<f64>().ln()
+}
+
+#[test]
+fn k_best_edge_cases() {
+    let (_, cons) = bioes(&["X"]);
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let case = random_case(&mut rng, 5, &[3], 1.0);
+    let crf = crf_of::<TB>(&case, &cons, &Default::default());
+    let s = crf.host_scores();
+    let em: Vec<f64> = case.sents[0].iter().flatten().copied().collect();
+    assert!(host::k_best(&s, &em, 0).is_empty(), "k = 0: no path");
+    assert_eq!(host::k_best(&s, &[], 3), vec![(vec![], 0.0)], "n = 0: the one empty path");
+    assert_eq!(host::count_paths(&s, 0), 1);
+    assert_eq!(crf.k_best_host(&[&[]], 4), vec![vec![(vec![], 1.0)]]);
+    // BIOES over one type at n = 1: only O and S-X.
+    assert_eq!(host::count_paths(&s, 1), 2);
+    assert_eq!(host::k_best(&s, &em[..5], 10).len(), 2);
+    // Saturation: 2^127 paths of 127 tokens over two free tags, 2^128 saturates.
+    let free = host::Scores::new(2, vec![0.0; 4], vec![0.0; 2], vec![0.0; 2]);
+    assert_eq!(host::count_paths(&free, 127), 1u128 << 127);
+    assert_eq!(host::count_paths(&free, 128), u128::MAX);
+    assert_eq!(
+        host::count_paths(
+            &crf_of::<TB>(&random_case(&mut rng, 9, &[], 1.0), &bioes(&["X", "Y"]).1, &Default::default())
+                .host_scores(),
+            500
+        ),
+        u128::MAX
+    );
+    // Where forbidden is recognised: half of FORBIDDEN, and -inf too.
+    assert!(host::allowed(-1.0e8) && !host::allowed(FORBIDDEN as f64 + 10.0) && !host::allowed(f64::NEG_INFINITY));
+}
+
+#[test]
+#[should_panic(expected = "k must be at least 1")]
+fn k_best_host_rejects_k_zero() {
+    let crf = Crf::<TB>::new(&Constraints::none(3), 0.1, &Default::default());
+    crf.k_best_host(&[&[0.0; 6]], 0);
+}
+
 mod props {
     use super::*;
     use proptest::prelude::*;
@@ -345,6 +536,32 @@ mod props {
                 let t: Vec<Tag> = path.iter().map(|&i| tags[i].clone()).collect();
                 prop_assert_eq!(scheme.violations(&t), Some(0));
             }
+        }
+
+        #[test]
+        fn k_best_paths_are_legal_distinct_and_ranked(
+            seed in any::<u64>(), scheme_i in 0usize..4, n in 1usize..25, scale in 0.1f64..50.0, k in 1usize..12
+        ) {
+            let scheme = [Scheme::Iob1, Scheme::Iob2, Scheme::Bioes, Scheme::Bmes][scheme_i];
+            let tags = scheme.tag_set(&["A".into(), "B".into()]);
+            let cons = Constraints::from_scheme(scheme, &tags);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let case = random_case(&mut rng, tags.len(), &[n], scale);
+            let crf = crf_of::<TB>(&case, &cons, &Default::default());
+            let em: Vec<f32> = case.sents[0].iter().flatten().map(|&x| x as f32).collect();
+            let best = &crf.k_best_host(&[&em], k)[0];
+            let count = host::count_paths(&crf.host_scores(), n);
+            prop_assert_eq!(best.len() as u128, count.min(k as u128));
+            prop_assert_eq!(&best[0].0, &crf.decode_host(&[&em])[0]);
+            for (r, (path, p)) in best.iter().enumerate() {
+                prop_assert!(cons.path_allowed(path), "{:?}", path);
+                prop_assert!(*p >= 0.0 && *p <= 1.0 + 1e-9, "probability {}", p);
+                if r > 0 {
+                    prop_assert!(*p <= best[r - 1].1, "ranked: {} after {}", p, best[r - 1].1);
+                    prop_assert!(best[..r].iter().all(|(q, _)| q != path), "distinct");
+                }
+            }
+            prop_assert!(best.iter().map(|(_, p)| p).sum::<f64>() <= 1.0 + 1e-6);
         }
     }
 }

@@ -45,7 +45,7 @@ pub struct FeaturesConfig {
     /// context token gets one of three classes: its word id occurs in the
     /// question, it does not, or the token is a question token itself.
     pub question_match_dim: usize,
-    /// Reading-cue embedding size, per cue (QA data only; [`corpus::cues`]:
+    /// Reading-cue embedding size, per cue (QA data only; [`corpus::qa::cues`]:
     /// word-level match with the question, IDF of the match, distance to the
     /// nearest matched word, question type, word shape); 0 turns them off.
     pub cue_dim: usize,
@@ -103,12 +103,12 @@ pub enum CueName {
 }
 
 impl CueName {
-    pub const ALL: [CueName; corpus::cues::CUES] =
+    pub const ALL: [CueName; corpus::qa::cues::CUES] =
         [CueName::Match, CueName::Idf, CueName::Distance, CueName::QuestionType, CueName::Shape];
 
     /// Its column in the cues of a token.
-    pub fn cue(self) -> corpus::cues::Cue {
-        use corpus::cues::Cue;
+    pub fn cue(self) -> corpus::qa::cues::Cue {
+        use corpus::qa::cues::Cue;
         match self {
             CueName::Match => Cue::Match,
             CueName::Idf => Cue::Idf,
@@ -200,7 +200,7 @@ impl FeaturesConfig {
         let active = self.active_cues();
         let cues = active
             .iter()
-            .map(|c| EmbeddingConfig::new(corpus::cues::CUE_CLASSES[c.cue() as usize], self.cue_dim).init(device))
+            .map(|c| EmbeddingConfig::new(corpus::qa::cues::CUE_CLASSES[c.cue() as usize], self.cue_dim).init(device))
             .collect();
         let cue_columns = active.iter().map(|c| c.cue() as usize).collect();
         let align = (self.aligned_dim > 0).then(|| LinearConfig::new(self.word_dim, self.aligned_dim).init(device));
@@ -384,7 +384,7 @@ mod tests {
         Example::Asked {
             context: encoded(words),
             question: encoded(question),
-            cues: vec![1; words.len() * corpus::cues::CUES],
+            cues: vec![1; words.len() * corpus::qa::cues::CUES],
         }
     }
 

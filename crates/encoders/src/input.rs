@@ -69,7 +69,7 @@ pub enum TaggerInput<B: Backend> {
     Asked {
         context: Tokens<B>,
         question: Tokens<B>,
-        /// `[B, L, CUES]` reading cues of the context tokens ([`corpus::cues`]), 0 at padding.
+        /// `[B, L, CUES]` reading cues of the context tokens ([`corpus::qa::cues`]), 0 at padding.
         cues: Tensor<B, 3, Int>,
     },
 }
@@ -82,7 +82,7 @@ impl<B: Backend> TaggerInput<B> {
                 context: Tokens::from_padded(context, device),
                 question: Tokens::from_padded(question, device),
                 cues: Tensor::from_data(
-                    TensorData::new(cues.clone(), [context.batch, context.len, corpus::cues::CUES]),
+                    TensorData::new(cues.clone(), [context.batch, context.len, corpus::qa::cues::CUES]),
                     device,
                 ),
             },

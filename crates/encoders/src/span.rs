@@ -86,6 +86,14 @@ impl SpanTags {
     /// at most `max_len` tokens: BIOES spans are B at i and E at j, or S at
     /// i = j; BIO spans B at i and no I at j + 1.
     pub fn from_marginals(&self, m: &[f32], max_len: usize) -> Option<AnswerSpan> {
+        best(&self.candidates_from_marginals(m, max_len))
+    }
+
+    /// Every span of at most `max_len` tokens with its score
+    /// `P(starts at i)·P(ends at j)` (for a BIOES single token,
+    /// `P(S at i)`) under per-token marginals `m` (`[n, T]`), in order of
+    /// start, then end. Not a distribution: the scores need not sum to one.
+    pub fn candidates_from_marginals(&self, m: &[f32], max_len: usize) -> Vec<(usize, usize, f32)> {
         let t = self.t;
         let n = m.len() / t;
         let p = |k: usize, ks: &[usize]| ks.iter().map(|&x| m[k * t + x]).sum::<f32>();
@@ -97,19 +105,14 @@ impl SpanTags {
                 (false, false) => 1.0,
             })
             .collect();
-        let mut best: Option<AnswerSpan> = None;
-        let mut consider = |start, end, prob: f32| {
-            if best.is_none_or(|b| prob > b.prob) {
-                best = Some(AnswerSpan { start, end, prob });
-            }
-        };
+        let mut out = Vec::new();
         for i in 0..n {
-            consider(i, i, if self.bioes() { p(i, &self.s) } else { start[i] * end[i] });
+            out.push((i, i, if self.bioes() { p(i, &self.s) } else { start[i] * end[i] }));
             for j in i + 1..n.min(i + max_len) {
-                consider(i, j, start[i] * end[j]);
+                out.push((i, j, start[i] * end[j]));
             }
         }
-        best
+        out
     }
 
     /// Per-token marginals `[n, T]` of a distribution over single spans
@@ -159,13 +162,18 @@ pub fn normalise(spans: Vec<(usize, usize, f32)>) -> Vec<(usize, usize, f32)> {
 
 /// The most probable of `spans` (the first on ties).
 pub fn best(spans: &[(usize, usize, f32)]) -> Option<AnswerSpan> {
-    let mut out: Option<AnswerSpan> = None;
-    for &(start, end, prob) in spans {
-        if out.is_none_or(|b| prob > b.prob) {
-            out = Some(AnswerSpan { start, end, prob });
-        }
-    }
-    out
+    top(spans, 1).into_iter().next()
+}
+
+/// The `k` most probable of `spans`, best first; ties keep the order of
+/// `spans` (so the first is [`best`]'s).
+pub fn top(spans: &[(usize, usize, f32)], k: usize) -> Vec<AnswerSpan> {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    // A stable sort: equal probabilities stay in their given order.
+    // A NaN probability ranks last.
+    let key = |i: usize| if spans[i].2.is_nan() { f32::NEG_INFINITY } else { spans[i].2 };
+    order.sort_by(|&a, &b| key(b).total_cmp(&key(a)));
+    order.into_iter().take(k).map(|i| AnswerSpan { start: spans[i].0, end: spans[i].1, prob: spans[i].2 }).collect()
 }
 
 /// `scheme`'s span tags of the label `label` (for tests and tools).
@@ -252,5 +260,42 @@ mod tests {
         let b = st.from_marginals(&m, 30).unwrap();
         assert_eq!((b.start, b.end), (1, 1));
         assert!((b.prob - 0.3).abs() < 1e-6);
+    }
+
+    /// `top` against sorting every span by probability: best first, ties in
+    /// the given order, `k` beyond the count gives all; its first is `best`.
+    #[test]
+    fn top_spans_are_the_sorted_spans() {
+        let em: Vec<f32> = vec![0.1, -1.0, 2.0, 0.3, -0.5, 1.5, 0.7, 2.2, 0.0, -0.3];
+        let mut spans = pointer_spans(&em, 3);
+        spans.push((4, 4, spans[0].2)); // an exact tie with the first span
+        let mut sorted: Vec<(usize, (usize, usize, f32))> = spans.iter().copied().enumerate().collect();
+        sorted.sort_by(|a, b| b.1 .2.partial_cmp(&a.1 .2).unwrap().then(a.0.cmp(&b.0)));
+        for k in [1, 2, 5, spans.len(), spans.len() + 4] {
+            let got = top(&spans, k);
+            assert_eq!(got.len(), k.min(spans.len()));
+            for (g, (_, (i, j, p))) in got.iter().zip(&sorted) {
+                assert_eq!((g.start, g.end, g.prob), (*i, *j, *p));
+            }
+        }
+        assert_eq!(top(&spans, 1).first().copied(), best(&spans));
+        assert!(top(&[], 3).is_empty());
+    }
+
+    /// The marginals' best span is the first of their candidates' top list.
+    #[test]
+    fn candidates_from_marginals_rank_as_from_marginals_picks() {
+        let st = bioes();
+        // 3 tokens × 5 tags (O B I E S), rows summing to one.
+        let m: Vec<f32> = vec![
+            0.15, 0.6, 0.0, 0.0, 0.25, //
+            0.2, 0.0, 0.5, 0.3, 0.0, //
+            0.3, 0.1, 0.0, 0.5, 0.1,
+        ];
+        let c = st.candidates_from_marginals(&m, 3);
+        assert_eq!(c.len(), 6);
+        assert_eq!(top(&c, 1).first().copied(), st.from_marginals(&m, 3));
+        let best = st.from_marginals(&m, 3).unwrap();
+        assert_eq!((best.start, best.end), (0, 2)); // B at 0 · E at 2 = 0.30 > S at 0 = 0.25
     }
 }

@@ -596,13 +596,58 @@ impl<B: SeqBackend> Tagger<B> {
     /// probability, from host emissions: see [`crate::span`]. `None` for
     /// an empty sentence.
     pub fn best_spans_host(&self, sentences: &[&[f32]]) -> Vec<Option<AnswerSpan>> {
+        self.top_spans_host(sentences, 1).into_iter().map(|spans| spans.into_iter().next()).collect()
+    }
+
+    /// Each sentence's `k` likeliest answer spans (at most `max_answer`
+    /// tokens), best first, as [`Self::best_spans_host`] ranks them; fewer
+    /// where the sentence has fewer spans.
+    pub fn top_spans_host(&self, sentences: &[&[f32]], k: usize) -> Vec<Vec<AnswerSpan>> {
         match self.decoder {
             DecoderKind::Crf | DecoderKind::Softmax => self
                 .probabilities_host(sentences)
                 .iter()
-                .map(|m| self.spans.from_marginals(m, self.max_answer))
+                .map(|m| crate::span::top(&self.spans.candidates_from_marginals(m, self.max_answer), k))
                 .collect(),
-            _ => sentences.iter().map(|em| crate::span::best(&self.span_distribution(em))).collect(),
+            _ => sentences.iter().map(|em| crate::span::top(&self.span_distribution(em), k)).collect(),
+        }
+    }
+
+    /// The `k` best tag paths of each sentence from host emissions, best
+    /// first, each with its probability (fewer where fewer paths exist):
+    /// - the CRF: k-best Viterbi over the allowed paths
+    ///   ([`crf::Crf::k_best_host`]);
+    /// - softmax: the same list search over per-token log-probabilities
+    ///   with no transitions (tokens are independent, so a path's
+    ///   probability is the product of its tokens');
+    /// - the QA decoders: the tags of the `k` likeliest spans
+    ///   ([`Self::top_spans_host`]), with the span's probability.
+    ///
+    /// The first path is [`Self::decode_host`]'s, except for a QA decoder
+    /// over a tagging decoder's marginals, whose first is the best span's.
+    pub fn k_best_host(&self, sentences: &[&[f32]], k: usize) -> Vec<Vec<(Vec<usize>, f64)>> {
+        match (self.decoder, &self.crf) {
+            (DecoderKind::Crf, Some(crf)) => crf.k_best_host(sentences, k),
+            (DecoderKind::Softmax, _) => {
+                let t = self.outputs();
+                let free = crf::host::Scores::new(t, vec![0.0; t * t], vec![0.0; t], vec![0.0; t]);
+                sentences
+                    .iter()
+                    .map(|em| {
+                        let log_p: Vec<f64> = em.chunks(t).flat_map(log_softmax_row).collect();
+                        let best = crf::host::k_best(&free, &log_p, k);
+                        best.into_iter().map(|(path, log_prob)| (path, log_prob.exp())).collect()
+                    })
+                    .collect()
+            }
+            _ => sentences
+                .iter()
+                .zip(self.top_spans_host(sentences, k))
+                .map(|(em, spans)| {
+                    let n = em.len() / self.outputs();
+                    spans.into_iter().map(|s| (self.spans.path(n, s.start, s.end), f64::from(s.prob))).collect()
+                })
+                .collect(),
         }
     }
 
@@ -640,6 +685,13 @@ fn first_max(row: &[f32]) -> usize {
 }
 
 /// The softmax of one row.
+/// `log softmax(row)` in f64.
+fn log_softmax_row(row: &[f32]) -> Vec<f64> {
+    let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let z = m + row.iter().map(|&x| (x as f64 - m).exp()).sum::<f64>().ln();
+    row.iter().map(|&x| x as f64 - z).collect()
+}
+
 fn softmax_row(row: &[f32]) -> Vec<f32> {
     let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let e: Vec<f32> = row.iter().map(|&x| (x - m).exp()).collect();

@@ -190,7 +190,7 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
             bigrams: Vec::new(),
             tags: None,
         },
-        cues: (0..words.len() * corpus::cues::CUES).map(|k| (k % 5 + 1) as u32).collect(),
+        cues: (0..words.len() * corpus::qa::cues::CUES).map(|k| (k % 5 + 1) as u32).collect(),
     };
     let data = vec![enc(&[2, 3, 4], &[5, 6]), enc(&[4, 5, 6, 7, 2, 3], &[3, 3, 3, 4, 5]), enc(&[7], &[2])];
     let tags = Scheme::Bioes.tag_set(&["ANS".into()]);

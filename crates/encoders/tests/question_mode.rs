@@ -30,7 +30,7 @@ fn batch(questions: bool) -> Batch {
             tags: None,
         };
         if questions {
-            let cues = vec![1; words.len() * corpus::cues::CUES];
+            let cues = vec![1; words.len() * corpus::qa::cues::CUES];
             Example::Asked { context, question, cues }
         } else {
             Example::Plain(context)

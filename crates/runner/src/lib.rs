@@ -4,50 +4,34 @@
 //! backend, calls in here and prints; nothing in here parses arguments or
 //! prints (output goes through a [`reporter::Reporter`]).
 //!
-//! Who calls what:
+//! Who calls what (each folder is a concern; its `mod.rs` says what is in it):
 //!
 //! ```text
-//! config ─► prep ─► model ─► step ◄──────────── trainer ─► checkpoint, rundir
-//!                     │        ▲                   │
-//!                     │        └── bench ──┐       ▼
-//!                     └──────────────────► infer ◄─ report, run, analysis, visualize
-//!                                          │
-//!                                          ▼
-//!                                        qa (answers, official metric)
+//! setup/ config ─► prep ─► model ─► train/ step ◄── trainer ─► checkpoint, rundir, finish
+//!                            │         ▲               │
+//!                            │         └── bench/ ─┐   ▼
+//!                            └───────────────────► infer/ ◄─ run, report/, analysis/
+//!                                                    │
+//!                                                    ▼
+//!                                                   qa (answers, official metric)
 //! ```
 //!
-//! - [`step`]: the one training step (train, `bench train`, `bench memory`).
+//! - [`setup`]: configuration, launch, data preparation, tokenizer, model.
+//! - [`train`]: [`train::step`], the one training step (train, `bench
+//!   train`, `bench memory`), and the loop around it.
 //! - [`infer`]: the one inference path (dev/test passes, eval, predict,
-//!   `bench predict`, heads, visualize).
+//!   `bench predict`, heads, visualize) and QA answers.
+//! - [`analysis`]: heads, attention maps, pictures, the head sweep.
+//! - [`report`]: `seqlab compare`, its HTML page, QA bootstrap.
+//! - [`bench`]: benchmarks, memory and kernel counting.
+//! - [`reporter`]: how results and messages leave the library.
 
-pub mod adam;
 pub mod analysis;
-pub mod attention_map;
-pub mod average;
 pub mod bench;
-pub mod checkpoint;
-pub mod compare;
-pub mod config;
-pub mod curriculum;
-pub mod html_report;
 pub mod infer;
-pub mod input;
-pub mod kernels;
-pub mod launch;
-pub mod memory;
-pub mod model;
-pub mod prep;
-pub mod qa;
-pub mod qa_attention;
-pub mod qa_bootstrap;
 pub mod report;
 pub mod reporter;
-pub mod run;
-pub mod rundir;
-pub mod step;
-pub mod sweep;
+pub mod setup;
 #[cfg(test)]
 mod testing;
-pub mod tokenizer;
-pub mod trainer;
-pub mod visualize;
+pub mod train;

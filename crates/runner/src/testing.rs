@@ -1,7 +1,7 @@
 //! What the unit tests of this crate share: generated sentences encoded
 //! for a small tagger.
 
-use crate::config::RunConfig;
+use crate::setup::config::RunConfig;
 use corpus::toy::{generate, Lang};
 use corpus::vocab::Normalize;
 use corpus::{Example, Scheme, Vocabs};
@@ -58,13 +58,16 @@ pub fn small_config(kind: EncoderKind, dropout: f64) -> RunConfig {
 pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
     let data = generate(Lang::En, n, 3);
     let tokens: Vec<&[String]> = data.iter().map(|(t, _)| t.as_slice()).collect();
-    let labels = vec![corpus::squad::ANSWER.to_string()];
+    let labels = vec![corpus::qa::squad::ANSWER.to_string()];
     let vocabs = Vocabs::build(tokens.iter().copied(), &labels, Normalize::default(), 1, Scheme::Bioes, Scheme::Iob2);
     let examples = data
         .iter()
         .map(|(t, sp)| {
-            let answer: Vec<corpus::Span> =
-                sp.iter().take(1).map(|s| corpus::Span { label: corpus::squad::ANSWER.into(), ..s.clone() }).collect();
+            let answer: Vec<corpus::Span> = sp
+                .iter()
+                .take(1)
+                .map(|s| corpus::Span { label: corpus::qa::squad::ANSWER.into(), ..s.clone() })
+                .collect();
             let tags = Scheme::Bioes.encode(t.len(), &answer);
             let from = answer.first().map_or(0, |s| s.start);
             let question: Vec<String> = t[from.saturating_sub(3)..from].to_vec();
@@ -75,7 +78,7 @@ pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
                 offsets.push((at, at + w.chars().count()));
                 at += w.chars().count() + 1;
             }
-            let cues = corpus::cues::context_cues(&text, &offsets, &question.join(" "), None);
+            let cues = corpus::qa::cues::context_cues(&text, &offsets, &question.join(" "), None);
             vocabs.example(t, Some(corpus::Asked { question: &question, cues: &cues, written: t }), Some(&tags), 20)
         })
         .collect();
@@ -84,6 +87,6 @@ pub fn toy_qa_examples(n: usize) -> (Vocabs, Vec<Example>) {
 
 /// Every weight of a tagger, in module order.
 pub fn weights<B: burn::prelude::Backend>(model: &encoders::Tagger<B>) -> Vec<f32> {
-    let params = crate::average::flatten(model);
+    let params = crate::train::average::flatten(model);
     params.into_iter().flat_map(|t| t.into_data().to_vec::<f32>().unwrap()).collect()
 }

@@ -81,7 +81,11 @@ fn qa_taggers_train_and_report_official_answer_scores() {
     for (config, run) in
         [("qa-cross.toml", dir.path().join("cross")), ("qa-concat-self.toml", dir.path().join("concat"))]
     {
-        ok(train(&data, config, &run, "12"));
+        let finished = ok(train(&data, config, &run, "12"));
+        assert!(
+            finished.contains("test answer F1 ") && finished.contains("(SQuAD v1.1 metric); span F1"),
+            "{finished}"
+        );
         let summary: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
         let (dev, qa) = (&summary["qa"]["dev"], &summary["qa"]["test"]);
@@ -159,6 +163,48 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         assert!(said.contains("answer: ") && said.contains("characters: ") && said.contains("probability: "), "{said}");
         let answer = said.lines().next().unwrap().trim_start_matches("answer: ");
         assert!(CITIES.contains(&answer), "{config}: {said}");
+        // The three likeliest answers, best first, the first the one above.
+        let top = ok(seqlab(&[
+            "predict",
+            "--run",
+            run.to_str().unwrap(),
+            "--question",
+            "What is the capital of Peru?",
+            "--context",
+            "The capital of Chile is Lima. The capital of Peru is Oslo.",
+            "--top-k",
+            "3",
+        ]));
+        let answers: Vec<&str> = top.lines().filter_map(|l| l.strip_prefix("answer: ")).collect();
+        assert_eq!(answers.len(), 3, "{top}");
+        assert_eq!(answers[0], answer, "{top}");
+        let probs: Vec<f64> =
+            top.lines().filter_map(|l| l.strip_prefix("probability: ")).map(|p| p.parse().unwrap()).collect();
+        assert!(probs.windows(2).all(|w| w[0] >= w[1]) && probs.iter().sum::<f64>() <= 1.0 + 1e-3, "{top}");
+        // A file of questions: the n-best JSON, each list led by the answer above.
+        let nbest: serde_json::Value = serde_json::from_str(&ok(seqlab(&[
+            "predict",
+            "--run",
+            run.to_str().unwrap(),
+            "--input",
+            data.join("test.json").to_str().unwrap(),
+            "--top-k",
+            "2",
+        ])))
+        .unwrap();
+        for (id, list) in nbest.as_object().unwrap() {
+            let list = list.as_array().unwrap();
+            assert!(!list.is_empty() && list.len() <= 2, "{id}: {list:?}");
+            assert_eq!(list[0]["text"], predictions[id], "{config}, {id}");
+        }
+        // The run reports what it is selected on: answer EM and F1 per epoch.
+        let metrics = std::fs::read_to_string(run.join("metrics.csv")).unwrap();
+        assert!(
+            metrics.starts_with("epoch,") && metrics.lines().next().unwrap().ends_with(",dev_answer_em,dev_answer_f1"),
+            "{metrics}"
+        );
+        let last = metrics.lines().last().unwrap().rsplit(',').next().unwrap().parse::<f64>().unwrap();
+        assert!((0.0..=1.0).contains(&last), "{metrics}");
         // Attention pictures of a test question: where context tokens look on
         // the question (the cross-attention, or the concat reader's question
         // block with each context token's share on the question).

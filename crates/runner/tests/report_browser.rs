@@ -8,7 +8,7 @@
 //! Debian's chromium and a CJK font when it can). Without one it says so and
 //! passes; with one, every check must hold.
 
-use runner::html_report::{html, Bars, Curve, Report, RunFiles, Table};
+use runner::report::html::{bars_chart, html, Bars, Curve, Report, RunFiles, Table};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -173,4 +173,39 @@ fn the_report_renders_in_a_headless_browser_chinese_included() {
         "Chinese renders as empty boxes ({differ} pixels differ when the ideographs change): \
          no font in the report's list or the system's fallbacks covers CJK (Debian: fonts-wqy-zenhei)"
     );
+}
+
+/// Pixels that are not background.
+fn inked(pixels: &[[u8; 3]]) -> usize {
+    pixels.iter().filter(|p| p.iter().any(|&c| c < 235)).count()
+}
+
+/// The per-type chart is sized to its content: at one entity type (a
+/// narrow plot under a long title and long legend names) and at twelve, it
+/// shows exactly what the same chart shows on a canvas 2,000 px wider — no
+/// title, legend or label is clipped.
+#[test]
+fn the_per_type_chart_fits_its_title_and_legend_at_one_type_and_at_many() {
+    let Some(browser) = browser() else {
+        eprintln!("no headless browser (chromium): the chart-size test of report.html is skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let series = vec!["attention-relative-crf (conll2003)".to_string(), "bilstm-crf (conll2003)".to_string()];
+    for types in [1usize, 12] {
+        let bars = Bars {
+            categories: (0..types).map(|k| format!("TYPE{k}")).collect(),
+            series: series.clone(),
+            values: vec![vec![0.91; types], vec![0.87; types]],
+        };
+        let svg = bars_chart("test F1 per type", &bars);
+        let width: f64 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(width < 1000.0, "{types} types: {width} px, wider than the screenshot");
+        let page = |svg: &str| format!("<!DOCTYPE html><html><body style=\"margin:0\">{svg}</body></html>");
+        let wide = svg.replacen(&format!("width=\"{width:.0}\""), &format!("width=\"{:.0}\"", width + 2000.0), 1);
+        let shown = inked(&screenshot(&browser, dir.path(), &format!("bars{types}"), &page(&svg)));
+        let whole = inked(&screenshot(&browser, dir.path(), &format!("wide{types}"), &page(&wide)));
+        assert!(shown > 1_000, "{types} types: the chart did not render ({shown} inked pixels)");
+        assert_eq!(shown, whole, "{types} types: the chart clips {} inked pixels", whole.saturating_sub(shown));
+    }
 }

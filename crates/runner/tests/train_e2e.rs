@@ -127,6 +127,78 @@ fn bilstm_crf_learns_writes_every_file_and_predict_reproduces_eval() {
     assert!(conf.iter().all(|c| (0.0..=1.0 + 1e-6).contains(&c.as_f64().unwrap())));
     let spans = lines[0]["spans"].as_array().unwrap();
     assert!(spans.iter().any(|s| s["label"] == "LOC" && s["text"] == "Paris"), "{jl}");
+
+    predict_top_k_lists_the_best_tag_sequences(&run, &test_file, &pred, &text, work.path());
+}
+
+/// `predict --top-k`: the K best tag sequences of each sentence, best
+/// first, the first being the one `predict` gives, with probabilities that
+/// fall and sum to at most one; CoNLL blocks and JSONL lists; a clear
+/// error for K = 0 and a note for sentences with fewer than K sequences.
+fn predict_top_k_lists_the_best_tag_sequences(run: &Path, test_file: &Path, best: &str, text: &Path, work: &Path) {
+    let run = run.to_str().unwrap();
+    let conll = ok(seqlab(&["predict", "--run", run, "--input", test_file.to_str().unwrap(), "--top-k", "3"]));
+    let sentences: Vec<&str> = best.split("\n\n").filter(|s| !s.trim().is_empty()).collect();
+    let blocks: Vec<&str> = conll.split("\n\n").filter(|s| !s.trim().is_empty()).collect();
+    let mut b = 0;
+    for (i, sentence) in sentences.iter().enumerate() {
+        let mut last = f64::INFINITY;
+        let mut sum = 0.0;
+        for c in 1..=3 {
+            let Some(block) =
+                blocks.get(b).filter(|bl| bl.starts_with(&format!("# sentence {} candidate {c} of", i + 1)))
+            else {
+                break;
+            };
+            b += 1;
+            let (head, tokens) = block.split_once('\n').unwrap();
+            let p: f64 = head.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(p <= last + 1e-9 && p > 0.0, "sentence {}: probabilities {last} then {p}", i + 1);
+            (last, sum) = (p, sum + p);
+            if c == 1 {
+                assert_eq!(tokens.trim_end(), sentence.trim_end(), "the first candidate is predict's path");
+            } else {
+                assert_ne!(
+                    tokens.trim_end(),
+                    sentence.trim_end(),
+                    "sentence {}: candidate {c} repeats the best",
+                    i + 1
+                );
+            }
+        }
+        assert!(sum <= 1.0 + 1e-6, "sentence {}: probabilities sum to {sum}", i + 1);
+    }
+    assert_eq!(b, blocks.len(), "every block belongs to a sentence");
+    assert!(blocks.len() > 2 * sentences.len(), "most sentences have 3 candidates: {} blocks", blocks.len());
+
+    let jl =
+        ok(seqlab(&["predict", "--run", run, "--input", text.to_str().unwrap(), "--format", "jsonl", "--top-k", "4"]));
+    for line in jl.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let top = v["top_k"].as_array().unwrap();
+        assert_eq!(top.len(), 4, "{line}");
+        assert_eq!(top[0]["tags"], v["tags"], "{line}");
+        assert_eq!(top[0]["spans"], v["spans"], "{line}");
+        assert!(top.windows(2).all(|w| w[0]["probability"].as_f64() >= w[1]["probability"].as_f64()), "{line}");
+    }
+
+    // K = 0 is refused; a one-word sentence has fewer than 50 sequences.
+    let o = seqlab(&["predict", "--run", run, "--input", text.to_str().unwrap(), "--top-k", "0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--top-k 0") && err.contains("K ≥ 1"), "{err}");
+    let one = work.join("one.txt");
+    std::fs::write(&one, "Paris\n").unwrap();
+    let o = seqlab(&["predict", "--run", run, "--input", one.to_str().unwrap(), "--top-k", "50"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let out = ok(o);
+    let n = out.matches("# sentence 1 candidate").count();
+    assert!((2..50).contains(&n), "{out}");
+    assert!(
+        err.contains(&format!(
+            "1 of 1 sentences have fewer than --top-k 50 candidates and list all they have (sentence 1 has {n})"
+        )),
+        "{err}"
+    );
 }
 
 /// A run on character-level Chinese remembers it: raw text without spaces
@@ -578,11 +650,11 @@ fn last_average(dir: &Path) -> Vec<f32> {
             self.0.extend(param.val().into_data().to_vec::<f32>().unwrap());
         }
     }
-    let run = runner::run::LoadedRun::load(dir).unwrap();
+    let run = runner::infer::run::LoadedRun::load(dir).unwrap();
     let device = Default::default();
-    let model = runner::model::build_model::<B>(&run.cfg, &run.vocabs, None, &device);
+    let model = runner::setup::model::build_model::<B>(&run.cfg, &run.vocabs, None, &device);
     let average = dir.join("checkpoint-e0006-b000000.average");
-    let model = runner::rundir::load_module::<B, _>(model, &average, &device).unwrap();
+    let model = runner::train::rundir::load_module::<B, _>(model, &average, &device).unwrap();
     let mut c = Collect(Vec::new());
     model.visit(&mut c);
     c.0

@@ -29,12 +29,12 @@ use common::{ok, seqlab, squad, train_tokenizer, SMALL, SMALL_QA};
 use corpus::batch::plan_batches;
 use corpus::SplitName;
 use encoders::ops::{SeqBackend, TrainBackend};
-use runner::average::Weighting;
 use runner::infer::{self, Request};
-use runner::launch::{launch, Launch, TrainRequest};
-use runner::model::build_model;
 use runner::reporter::Silent;
-use runner::step::{Learner, Opt, Outcome, TokenDropout};
+use runner::setup::launch::{launch, Launch, TrainRequest};
+use runner::setup::model::build_model;
+use runner::train::average::Weighting;
+use runner::train::step::{Learner, Opt, Outcome, TokenDropout};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -47,8 +47,8 @@ type Gpu = Autodiff<Wgpu>;
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    runner::kernels::configure_cubecl();
-    assert!(runner::kernels::install(), "the kernel counter is this test binary's logger");
+    runner::bench::kernels::configure_cubecl();
+    assert!(runner::bench::kernels::install(), "the kernel counter is this test binary's logger");
     guard
 }
 
@@ -127,7 +127,7 @@ struct Trained {
 
 /// Kernels compiled so far in this process.
 fn compiled() -> usize {
-    runner::kernels::counts().map_or(0, |c| c.compiled)
+    runner::bench::kernels::counts().map_or(0, |c| c.compiled)
 }
 
 /// Trains `run` from `weights` for `epochs` epochs as `seqlab train`

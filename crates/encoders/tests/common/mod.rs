@@ -104,7 +104,7 @@ pub fn two_sentences() -> (Vec<Example>, Vec<Example>) {
                 bigrams: Vec::new(),
                 tags: None,
             },
-            cues: (0..e.words.len() * corpus::cues::CUES).map(|k| (k % 4 + 1) as u32).collect(),
+            cues: (0..e.words.len() * corpus::qa::cues::CUES).map(|k| (k % 4 + 1) as u32).collect(),
         })
         .collect();
     (data.into_iter().map(Example::Plain).collect(), with_questions)

@@ -10,10 +10,10 @@
 //! step `seqlab train` runs, so the planner is fitted to what training does.
 
 use super::median_seconds;
-use crate::config::RunConfig;
-use crate::memory::{self, StepShape};
-use crate::model::encoder_name;
-use crate::step::{Learner, Opt, Outcome, TokenDropout};
+use crate::bench::peak::{self, StepShape};
+use crate::setup::config::RunConfig;
+use crate::setup::model::encoder_name;
+use crate::train::step::{Learner, Opt, Outcome, TokenDropout};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
@@ -53,7 +53,7 @@ struct Measured {
 /// (an upper bound: the pool rounds up to its pages).
 fn measure<B: SeqBackend>(device: &B::Device, iters: usize, mut step: impl FnMut()) -> Result<Measured> {
     let on_device = B::device_memory(device);
-    if on_device.is_none() && (memory::rss().is_none() || !memory::reset_peak()) {
+    if on_device.is_none() && (peak::rss().is_none() || !peak::reset_peak()) {
         bail!("cannot read or reset this process's peak memory (needs Linux /proc/self/status and clear_refs)");
     }
     let mut synced = Ok(());
@@ -67,7 +67,7 @@ fn measure<B: SeqBackend>(device: &B::Device, iters: usize, mut step: impl FnMut
     // pool it reserved before may already hold room the step then uses.
     let before = match on_device {
         Some(m) => m.in_use,
-        None => memory::rss().map_or(0, |r| r.0),
+        None => peak::rss().map_or(0, |r| r.0),
     };
     run();
     let seconds = if iters == 0 {
@@ -81,7 +81,7 @@ fn measure<B: SeqBackend>(device: &B::Device, iters: usize, mut step: impl FnMut
     // The high-water mark over every run: the first allocates, later ones reuse.
     let (peak, memory) = match B::device_memory(device) {
         Some(m) => (m.reserved, "device allocator pool"),
-        None => (memory::rss().map_or(0, |r| r.1), "resident set"),
+        None => (peak::rss().map_or(0, |r| r.1), "resident set"),
     };
     Ok(Measured { seconds, step_peak: peak.saturating_sub(before), peak, memory })
 }
@@ -245,7 +245,7 @@ pub fn training_step<B: TrainBackend>(
     let padded = Batch::Plain(synthetic_batch(s.batch, s.seq_len, word_len, s.words, o, cfg.seed));
     let shape =
         StepShape { batch: s.batch, len: s.seq_len, word_len, params, tags: tags.len(), parts: B::train_shards };
-    let estimate = memory::estimate(cfg, shape);
+    let estimate = peak::estimate(cfg, shape);
     let mut learner = Learner::new(model, Opt::<B>::new(cfg), TokenDropout::of(cfg, corpus::Tokenization::Words));
     let mut failed = None;
     let m = measure::<B>(device, 0, || match learner.step(&padded, cfg.seed, cfg.train.lr, device) {

@@ -1,9 +1,14 @@
-//! Benchmarks over the same training step ([`crate::step`]) and inference
+//! Benchmarks over the same training step ([`crate::train::step`]) and inference
 //! path ([`crate::infer`]) that `seqlab train` and `predict` run:
 //! throughput ([`throughput`]), peak memory ([`memory`]), and the CRF alone.
+//! Beside them, what the engine uses to measure itself: a process's peak
+//! memory and the step's estimate ([`peak`]), GPU kernel counts and CubeCL's
+//! configuration ([`kernels`]).
 //! Each reports the median of several timed repetitions after warm-up runs.
 
+pub mod kernels;
 pub mod memory;
+pub mod peak;
 pub mod throughput;
 
 use anyhow::Result;

@@ -10,11 +10,11 @@
 //! tokens). `--dump` writes those batches for the PyTorch reference
 //! (`benchmarks/pytorch`), so both run the same work.
 
-use crate::config::{self, RunConfig};
 use crate::infer::{self, Request};
-use crate::model::{build_model, decoder_name, encoder_name};
-use crate::prep::{self, Prepared};
-use crate::step::{Learner, Opt, Outcome, TokenDropout};
+use crate::setup::config::{self, RunConfig};
+use crate::setup::model::{build_model, decoder_name, encoder_name};
+use crate::setup::prep::{self, Prepared};
+use crate::train::step::{Learner, Opt, Outcome, TokenDropout};
 use anyhow::{bail, Context, Result};
 use corpus::batch::{plan_batches, Batch, BatchSize, Example};
 use corpus::{Columns, Dataset, Prefix, Scheme, Sentence, Split, SplitName, Tag};

@@ -24,7 +24,7 @@ pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
         DeviceArg::Ndarray => job.run::<Autodiff<burn::backend::NdArray>>(Default::default(), name),
         #[cfg(feature = "cuda")]
         DeviceArg::Cuda => {
-            runner::kernels::configure_cubecl();
+            runner::bench::kernels::configure_cubecl();
             job.run::<Autodiff<burn::backend::Cuda>>(Default::default(), name)
         }
         #[cfg(not(feature = "cuda"))]
@@ -33,7 +33,7 @@ pub fn dispatch<J: Job>(device: DeviceArg, job: J) -> Result<()> {
         ),
         #[cfg(feature = "wgpu")]
         DeviceArg::Wgpu => {
-            runner::kernels::configure_cubecl();
+            runner::bench::kernels::configure_cubecl();
             let device = burn::backend::wgpu::WgpuDevice::default();
             let adapter = wgpu_adapter(&device)?;
             job.run::<Autodiff<burn::backend::Wgpu>>(device, &format!("{name}: {adapter}"))

@@ -7,11 +7,11 @@ use crate::cli::{BenchAttentionArgs, BenchCrfArgs, BenchMemoryArgs, BenchRunArgs
 use anyhow::Result;
 use encoders::ops::{SeqBackend, TrainBackend};
 use runner::bench::memory::{self as membench, AttentionStep, MemoryStep};
+use runner::bench::peak::human;
 use runner::bench::throughput::{self, BenchOptions, Workload};
 use runner::bench::CrfOptions;
-use runner::config::{self, RunConfig};
-use runner::memory::human;
-use runner::prep::Prepared;
+use runner::setup::config::{self, RunConfig};
+use runner::setup::prep::Prepared;
 use serde_json::Value;
 use std::process::Command;
 
@@ -289,7 +289,7 @@ pub fn memory(args: BenchMemoryArgs) -> Result<()> {
     if !args.json {
         println!(
             "training step (forward, backward, optimizer) of {} on {}; each row a fresh process",
-            runner::model::encoder_name(&cfg),
+            runner::setup::model::encoder_name(&cfg),
             args.device.name()
         );
         println!("{:>6} {:>6} {:>12} {:>12} {:>8}", "batch", "L", "estimate", "measured", "ratio");

@@ -413,6 +413,12 @@ pub struct PredictArgs {
     /// (recorded in its vocab.json).
     #[arg(long)]
     pub tokenize: Option<corpus::Tokenization>,
+    /// The K best tag sequences of each sentence with their probabilities
+    /// (k-best Viterbi on a CRF), one CoNLL block or a JSONL `top_k` list
+    /// per sentence; for a QA run the K likeliest answers of each question
+    /// (the n-best JSON `{"id": [{"text", "start", "end", "probability"}]}`).
+    #[arg(long, value_name = "K")]
+    pub top_k: Option<usize>,
     #[arg(long, value_enum, default_value = "conll")]
     pub format: OutputFormat,
     #[arg(long, value_enum, default_value = "cpu")]

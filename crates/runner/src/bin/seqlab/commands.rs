@@ -8,16 +8,16 @@ use crate::cli::{
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
+use corpus::qa::squad::QaItem;
 use corpus::score::{Mode, ScoreFile};
-use corpus::squad::QaItem;
 use corpus::Sentence;
 use encoders::ops::{SeqBackend, TrainBackend};
-use runner::input::{self, Input};
-use runner::launch::{Launch, TrainRequest};
-use runner::run::LoadedRun;
-use runner::rundir::{SplitMetrics, Summary};
-use runner::trainer::TrainOptions;
-use runner::visualize::PictureOptions;
+use runner::analysis::visualize::PictureOptions;
+use runner::infer::input::{self, Input};
+use runner::infer::run::LoadedRun;
+use runner::setup::launch::{Launch, TrainRequest};
+use runner::train::rundir::{QaMetrics, SplitMetrics, Summary};
+use runner::train::trainer::TrainOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let started = std::time::Instant::now();
     if args.verbose && matches!(args.device, crate::cli::DeviceArg::Cuda | crate::cli::DeviceArg::Wgpu) {
         // The CPU backends compile no kernels: nothing to count there.
-        runner::kernels::install();
+        runner::bench::kernels::install();
     }
     let req = TrainRequest {
         config: args.config,
@@ -37,7 +37,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         resume: args.resume,
         out: args.out,
     };
-    let launch = runner::launch::launch(req, args.quiet, &Console)?;
+    let launch = runner::setup::launch::launch(req, args.quiet, &Console)?;
     dispatch(args.device, TrainJob { launch, quiet: args.quiet, verbose: args.verbose, started })
 }
 
@@ -55,7 +55,7 @@ impl Job for TrainJob {
     {
         let Launch { mut cfg, prep, out, resume, budget } = self.launch;
         if let Some(budget) = budget {
-            runner::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, &Console)?;
+            runner::setup::launch::plan_memory::<B>(&mut cfg, &prep, budget, &device, &Console)?;
         }
         let opts = TrainOptions {
             out: &out,
@@ -66,22 +66,38 @@ impl Job for TrainJob {
             resume,
             reporter: &Console,
         };
-        let s = runner::trainer::train::<B>(&cfg, &prep, &opts, &device)?;
+        let s = runner::train::trainer::train::<B>(&cfg, &prep, &opts, &device)?;
         println!("{}", finished_line(&s, &out));
         Ok(())
     }
 }
 
-/// What `seqlab train` prints when it is done.
+/// What `seqlab train` prints when it is done: the figure the run was
+/// selected on, dev and test (entity F1; for QA the answers' F1 and EM
+/// under the dataset's metric, then the answer chunk's span F1).
 fn finished_line(s: &Summary, out: &Path) -> String {
     let f1 = |m: &Option<SplitMetrics>| m.as_ref().map_or("-".to_string(), |m| format!("{:.4}", m.overall.f1));
+    let scores = match &s.qa {
+        Some(qa) => {
+            let answer = |m: &Option<QaMetrics>| {
+                m.as_ref().map_or("-".to_string(), |m| format!("{:.4} (EM {:.4})", m.f1, m.exact_match))
+            };
+            format!(
+                "dev answer F1 {}, test answer F1 {} ({} metric); span F1 dev {}, test {}",
+                answer(&qa.dev),
+                answer(&qa.test),
+                qa.metric.trim_start_matches("official "),
+                f1(&s.dev),
+                f1(&s.test)
+            )
+        }
+        None => format!("dev F1 {}, test F1 {}", f1(&s.dev), f1(&s.test)),
+    };
     format!(
-        "{}: best epoch {} of {}, dev F1 {}, test F1 {}, {:.0} s, {:.0} tokens/s -> {}",
+        "{}: best epoch {} of {}, {scores}, {:.0} s, {:.0} tokens/s -> {}",
         s.name,
         s.best_epoch,
         s.epochs,
-        f1(&s.dev),
-        f1(&s.test),
         s.train_seconds,
         s.tokens_per_second,
         out.display()
@@ -95,7 +111,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let answers = match (split.qa, args.shuffle_questions) {
         (Some(items), true) => {
             eprintln!("question-shuffle ablation: each context is read against another context's question");
-            Some(runner::qa::shuffled_questions(&items))
+            Some(runner::infer::qa::shuffled_questions(&items))
         }
         (None, true) => anyhow::bail!("--shuffle-questions needs a QA run (this run tags sentences)"),
         (answers, false) => answers,
@@ -115,7 +131,7 @@ impl Job for EvalJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let e = runner::run::evaluate::<B::InnerBackend>(
+        let e = runner::infer::run::evaluate::<B::InnerBackend>(
             &self.run,
             &self.split,
             self.answers.as_deref(),
@@ -132,6 +148,7 @@ impl Job for EvalJob {
 }
 
 pub fn predict(args: PredictArgs) -> Result<()> {
+    let top_k = args.top_k.map(runner::infer::nbest::check_k).transpose()?;
     let mut run = LoadedRun::load(&args.run)?;
     run.set_windows(args.max_len, args.stride);
     if let Some(question) = &args.question {
@@ -144,7 +161,7 @@ pub fn predict(args: PredictArgs) -> Result<()> {
             (None, None) => anyhow::bail!("--question needs --context \"…\" or --context-file FILE"),
         };
         let (sentences, items) = input::one_question(&run.dir, question, &context)?;
-        return dispatch(args.device, AnswerJob { run, sentences, items });
+        return dispatch(args.device, AnswerJob { run, sentences, items, top_k });
     }
     let (name, text) = if args.input.as_os_str() == "-" {
         let mut s = String::new();
@@ -160,7 +177,7 @@ pub fn predict(args: PredictArgs) -> Result<()> {
     if run.cfg.model.question != encoders::QuestionMode::None {
         let (sentences, items) = input::qa_input(&run.dir, &name, &text)?;
         let input = Input { sentences, gold: false };
-        return dispatch(args.device, PredictJob { run, input, format, qa: Some(items) });
+        return dispatch(args.device, PredictJob { run, input, format, qa: Some(items), top_k });
     }
     let input_format = match args.input_format {
         InputFormat::Auto => input::InputFormat::Auto,
@@ -169,13 +186,14 @@ pub fn predict(args: PredictArgs) -> Result<()> {
     };
     let tokenization = args.tokenize.unwrap_or_else(|| run.vocabs.tokenization());
     let input = input::parse_input(&name, &text, input_format, run.vocabs.data_scheme, tokenization)?;
-    dispatch(args.device, PredictJob { run, input, format, qa: None })
+    dispatch(args.device, PredictJob { run, input, format, qa: None, top_k })
 }
 
 struct AnswerJob {
     run: LoadedRun,
     sentences: Vec<Sentence>,
     items: Vec<QaItem>,
+    top_k: Option<usize>,
 }
 
 impl Job for AnswerJob {
@@ -183,15 +201,23 @@ impl Job for AnswerJob {
     where
         B::InnerBackend: SeqBackend,
     {
+        let (run, top_k) = (&self.run, self.top_k);
         let answers =
-            runner::run::answer::<B::InnerBackend>(&self.run, &self.sentences, &self.items, &device, &Console)?;
-        match answers.into_iter().next().flatten() {
-            Some(a) => {
-                println!("answer: {}", a.text);
-                println!("characters: {}..{} of the context", a.start, a.end);
-                println!("probability: {:.4}", a.probability);
+            runner::infer::run::answer::<B::InnerBackend>(run, &self.sentences, &self.items, top_k, &device, &Console)?;
+        let answers = answers.into_iter().next().unwrap_or_default();
+        if answers.is_empty() {
+            println!("no answer: the context has no token");
+        }
+        for (c, a) in answers.iter().enumerate() {
+            if top_k.is_some() {
+                println!("{}.", c + 1);
             }
-            None => println!("no answer: the context has no token"),
+            println!("answer: {}", a.text);
+            println!("characters: {}..{} of the context", a.start, a.end);
+            println!("probability: {:.4}", a.probability);
+        }
+        if let Some(note) = top_k.and_then(|k| runner::infer::nbest::shortfall(&[answers.len()], k, "question")) {
+            eprintln!("{note}");
         }
         Ok(())
     }
@@ -203,6 +229,7 @@ struct PredictJob {
     format: input::OutputFormat,
     /// QA runs: the questions' contexts and gold answers (if any).
     qa: Option<Vec<QaItem>>,
+    top_k: Option<usize>,
 }
 
 impl Job for PredictJob {
@@ -210,11 +237,12 @@ impl Job for PredictJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        let p = runner::run::predict::<B::InnerBackend>(
+        let p = runner::infer::run::predict::<B::InnerBackend>(
             &self.run,
             &self.input,
             self.format,
             self.qa.as_deref(),
+            self.top_k,
             &device,
             &Console,
         )?;
@@ -229,7 +257,7 @@ impl Job for PredictJob {
 /// The attention tools (`heads`, `visualize`) need an attention tagger.
 fn check_attention_run(run: &LoadedRun, dir: &Path, missing: &str) -> Result<()> {
     if run.cfg.model.encoder.kind != encoders::EncoderKind::Attention {
-        anyhow::bail!("{}: a {} tagger {missing}", dir.display(), runner::model::encoder_name(&run.cfg));
+        anyhow::bail!("{}: a {} tagger {missing}", dir.display(), runner::setup::model::encoder_name(&run.cfg));
     }
     Ok(())
 }
@@ -261,23 +289,23 @@ impl Job for HeadsJob {
     where
         B::InnerBackend: SeqBackend,
     {
-        use runner::analysis;
+        use runner::analysis::heads;
         let model = self.run.model::<B::InnerBackend>(&device)?;
         let encoded = self.run.encode(&self.split, self.qa.as_deref());
-        let stats = analysis::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device)?;
-        analysis::write_heads_csv(&self.out, &stats)?;
+        let stats = heads::diagnose(&model, &self.run.vocabs, &self.split, &encoded, &device)?;
+        heads::write_heads_csv(&self.out, &stats)?;
         if self.json {
             let report = serde_json::json!({
                 "sentences": self.split.len(),
                 "heads": stats,
-                "layers": analysis::layer_summaries(&stats),
+                "layers": heads::layer_summaries(&stats),
             });
             println!("{}", serde_json::to_string(&report)?);
         } else {
-            print!("{}", analysis::table(&stats));
+            print!("{}", heads::table(&stats));
             println!("{} sentences; wrote {}", self.split.len(), self.out.display());
         }
-        if let Some(w) = analysis::collapse_warning(
+        if let Some(w) = heads::collapse_warning(
             &stats,
             (self.run.cfg.data.train_sentences > 0).then_some(self.run.cfg.data.train_sentences),
             self.run.vocabs.tokenization(),
@@ -320,7 +348,7 @@ pub fn visualize(args: VisualizeArgs) -> Result<()> {
 struct VisualizeJob {
     run: LoadedRun,
     tokens: Vec<String>,
-    question: Option<corpus::squad::QaItem>,
+    question: Option<corpus::qa::squad::QaItem>,
     label: String,
     opts: PictureOptions,
 }
@@ -331,7 +359,7 @@ impl Job for VisualizeJob {
         B::InnerBackend: SeqBackend,
     {
         let (run, question) = (&self.run, self.question.as_ref());
-        let line = runner::visualize::pictures::<B::InnerBackend>(
+        let line = runner::analysis::visualize::pictures::<B::InnerBackend>(
             run,
             &self.tokens,
             question,
@@ -345,7 +373,7 @@ impl Job for VisualizeJob {
 }
 
 pub fn compare(args: &CompareArgs) -> Result<()> {
-    let w = runner::compare::run(&args.runs, &args.out, args.samples)?;
+    let w = runner::report::compare::run(&args.runs, &args.out, args.samples)?;
     print!("{}", w.markdown);
     let files: Vec<String> = w.files.iter().map(|f| f.display().to_string()).collect();
     eprintln!("wrote {}", files.join(", "));
@@ -353,7 +381,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
 }
 
 pub fn heads_sweep(args: &HeadsSweepArgs) -> Result<()> {
-    print!("{}", runner::sweep::run(&args.runs, &args.out, args.pictures.as_deref())?);
+    print!("{}", runner::analysis::sweep::run(&args.runs, &args.out, args.pictures.as_deref())?);
     Ok(())
 }
 
@@ -399,7 +427,7 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
 }
 
 pub fn split_qa(args: &SplitQaArgs) -> Result<()> {
-    let file = corpus::squad::SquadFile::read(&args.file)?;
+    let file = corpus::qa::squad::SquadFile::read(&args.file)?;
     let n = file.data.len();
     if args.held_out == 0 || args.held_out + args.dev >= n {
         anyhow::bail!(
@@ -439,8 +467,8 @@ pub fn split_qa(args: &SplitQaArgs) -> Result<()> {
 }
 
 pub fn qa_baseline(args: &QaBaselineArgs) -> Result<()> {
-    use corpus::qa_baseline::{evaluate, table, Idf};
-    use corpus::squad::{qa_files, SquadFile};
+    use corpus::qa::baseline::{evaluate, table, Idf};
+    use corpus::qa::squad::{qa_files, SquadFile};
     let files = qa_files(&args.data).with_context(|| {
         format!("{}: expected a folder of SQuAD-format *train*.json, *dev*.json, *test*.json", args.data.display())
     })?;
@@ -485,8 +513,8 @@ pub fn qa_baseline(args: &QaBaselineArgs) -> Result<()> {
 }
 
 pub fn train_tokenizer(args: &TokenizerTrainArgs) -> Result<()> {
-    let t = runner::tokenizer::train_on(&args.data, args.vocab_size)?;
-    runner::tokenizer::save(&t.tokenizer, &args.out)?;
+    let t = runner::setup::tokenizer::train_on(&args.data, args.vocab_size)?;
+    runner::setup::tokenizer::save(&t.tokenizer, &args.out)?;
     println!(
         "wrote {}: WordPiece, {} entries, trained on {} texts of {}",
         args.out.display(),
@@ -518,8 +546,9 @@ impl Job for QaAttentionJob {
     {
         let model = self.run.model::<B::InnerBackend>(&device)?;
         let max_len = if self.run.cfg.data.max_len == 0 { usize::MAX } else { self.run.cfg.data.max_len };
-        let shares = runner::qa_attention::question_share(&model, &self.data, self.questions, max_len, &device)?;
-        print!("{}", runner::qa_attention::table(&shares));
+        let shares =
+            runner::analysis::qa_attention::question_share(&model, &self.data, self.questions, max_len, &device)?;
+        print!("{}", runner::analysis::qa_attention::table(&shares));
         Ok(())
     }
 }

@@ -133,7 +133,7 @@ fn main() {
         }
     });
     if let Err(e) = result {
-        if let Some(stop) = e.downcast_ref::<runner::checkpoint::Interrupted>() {
+        if let Some(stop) = e.downcast_ref::<runner::train::checkpoint::Interrupted>() {
             eprintln!("{stop}");
             std::process::exit(130);
         }
