@@ -33,7 +33,10 @@ fn relative_links(markdown: &str) -> Vec<String> {
 fn the_readme_is_short() {
     let text = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = text.lines().count();
-    assert!(lines <= MAX_README_LINES, "README.md has {lines} lines (at most {MAX_README_LINES}); results go into experiments/");
+    assert!(
+        lines <= MAX_README_LINES,
+        "README.md has {lines} lines (at most {MAX_README_LINES}); results go into experiments/"
+    );
     assert!(text.contains("cargo test --workspace --locked"), "the README names the test command CI runs");
 }
 
