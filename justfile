@@ -4,6 +4,7 @@
 seqlab := "cargo run --release --locked -q -p runner --"
 toy := "datasets/toy-en"
 squad := "datasets/squad-split"
+cmrc := "datasets/cmrc-split"
 
 default:
     @just --list
@@ -60,6 +61,14 @@ train-qa-self-deep DATA=squad *ARGS: (_qa DATA)
 train-qa-bilstm DATA=squad *ARGS: (_qa DATA)
     {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} {{ARGS}}
 
+# BiDAF: BiLSTM encoders, attention flow (context to query and query to context), modelling BiLSTM.
+train-qa-bidaf DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-bidaf.toml --data {{DATA}} {{ARGS}}
+
+# DCN's co-attention between BiLSTM encoders, then the fusion BiLSTM.
+train-qa-coattention DATA=squad *ARGS: (_qa DATA)
+    {{seqlab}} train --config experiments/configs/qa-coattention.toml --data {{DATA}} {{ARGS}}
+
 # No-learning baselines (sliding window, best sentence, nearest words, random
 # span) on DATA's test split, scored with its metric.
 qa-baseline DATA=squad: (_qa DATA)
@@ -80,6 +89,18 @@ qa-experiments DATA=squad: (_qa DATA)
     for r in experiments/runs/qa/qa-concat-self-s1 experiments/runs/qa/qa-concat-self-deep-s1; do {{seqlab}} qa attention --run $r --split dev; done
     for r in qa-cross-s1 qa-concat-self-s1; do {{seqlab}} visualize --run experiments/runs/qa/$r --split dev --sentence 0 --out experiments/qa/pictures/$r; done
     {{seqlab}} compare experiments/runs/qa/* --out experiments/qa
+
+# Cross-attention at its best (experiments/qa.md): BiDAF's attention flow and
+# DCN's co-attention against their concatenation match, the 3-layer BiLSTM
+# reader over question [SEP] context (the same parameter count), for SEEDS on
+# DATA (the SQuAD split, or DATA=datasets/cmrc-split for CMRC 2018), two runs
+# side by side at one thread each (in experiments/runs/qa-fusion-NAME/, NAME
+# the data folder's name); the question-shuffle ablation of each run, then
+# seqlab compare (paired bootstrap intervals).
+qa-fusion-experiments DATA=squad SEEDS="1 2 3": (_qa DATA)
+    for s in {{SEEDS}}; do for c in qa-bidaf qa-coattention qa-bilstm; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c '{{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out experiments/runs/qa-fusion-$(basename {{DATA}})/$0-s$1 --quiet'
+    for r in experiments/runs/qa-fusion-$(basename {{DATA}})/*/; do {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
+    {{seqlab}} compare experiments/runs/qa-fusion-$(basename {{DATA}})/* --out experiments/qa/fusion-$(basename {{DATA}})
 
 # Head-count sweep: the attention-CRF (attention-crf.toml) at d_model D_MODEL
 # for every heads count in HEADS × attention dropout in DROPOUTS × training-set
@@ -151,7 +172,9 @@ _data DATA:
 
 # Split the shared SQuAD v1.1 dev file (train/dev/test by article) and train a
 # tokenizer when DATA is the default and missing; a split from before test.json
-# existed is redone, and its tokenizer with it.
+# existed is redone, and its tokenizer with it. DATA=datasets/cmrc-split does the
+# same for the CMRC 2018 dev file (668 / 60 / 120 articles).
 _qa DATA:
     @if [ "{{DATA}}" = "{{squad}}" ] && [ ! -e "{{squad}}/test.json" ]; then {{seqlab}} data split-qa ../shared/datasets/squad11/dev-v1.1.json --held-out 10 --dev 4 --out {{squad}} && rm -f {{squad}}/tokenizer.json; fi
+    @if [ "{{DATA}}" = "{{cmrc}}" ] && [ ! -e "{{cmrc}}/test.json" ]; then {{seqlab}} data split-qa ../shared/datasets/cmrc2018/dev.json --held-out 120 --dev 60 --out {{cmrc}} && rm -f {{cmrc}}/tokenizer.json; fi
     @if [ ! -e "{{DATA}}/tokenizer.json" ]; then {{seqlab}} tokenizer train --data {{DATA}} --vocab-size 16000 --out {{DATA}}/tokenizer.json; fi

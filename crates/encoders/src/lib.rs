@@ -2,7 +2,9 @@
 //!
 //! tokens → [`features`] (word, character-CNN and capitalisation features)
 //! → an encoder ([`bilstm`] or the self-attention [`transformer`], whose
-//! heads live in [`attention`], positions in [`positional`]) → emission
+//! heads live in [`attention`], positions in [`positional`]; QA readers
+//! that fuse question and context after it: BiDAF's attention [`flow`] and
+//! DCN's [`coattention`], read by a modelling BiLSTM) → emission
 //! scores → a decoder (the `crf` crate, or softmax), all joined in
 //! [`tagger`]. Token-wise linear layers go through [`linear::per_token`];
 //! the operations with hand-written backward passes (attention, the LSTM
@@ -10,8 +12,10 @@
 
 pub mod attention;
 pub mod bilstm;
+pub mod coattention;
 pub mod dropout;
 pub mod features;
+pub mod flow;
 pub mod footprint;
 pub mod input;
 pub mod linear;

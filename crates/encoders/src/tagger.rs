@@ -3,8 +3,10 @@
 //! path is the same for all of them.
 
 use crate::bilstm::{BiLstm, BiLstmConfig};
+use crate::coattention::Coattention;
 use crate::dropout::Dropout;
 use crate::features::{Features, FeaturesConfig};
+use crate::flow::AttentionFlow;
 use crate::input::{TaggerInput, Tokens};
 use crate::linear::per_token;
 use crate::ops::SeqBackend;
@@ -61,6 +63,12 @@ pub enum QuestionMode {
     /// The context through attention blocks that also cross-attend to the
     /// question, encoded by the same blocks (attention encoder only).
     Cross,
+    /// BiDAF: context and question through the same (BiLSTM) encoder, the
+    /// attention flow layer ([`crate::flow`]), then the modelling BiLSTM.
+    Flow,
+    /// DCN: context and question through the same (BiLSTM) encoder, the
+    /// co-attention layer ([`crate::coattention`]), then the modelling BiLSTM.
+    Coattention,
 }
 
 impl QuestionMode {
@@ -70,7 +78,15 @@ impl QuestionMode {
             QuestionMode::None => "none",
             QuestionMode::Concat => "concat",
             QuestionMode::Cross => "cross",
+            QuestionMode::Flow => "flow",
+            QuestionMode::Coattention => "coattention",
         }
+    }
+
+    /// Whether the question and the context meet after the encoder, in a
+    /// fusion layer read by the modelling BiLSTM (flow, coattention).
+    pub fn fuses(self) -> bool {
+        matches!(self, QuestionMode::Flow | QuestionMode::Coattention)
     }
 }
 
@@ -129,8 +145,12 @@ pub struct TaggerConfig {
     pub decoder: DecoderKind,
     /// Exclude the transitions the tag scheme forbids (CRF only).
     pub constrained: bool,
-    /// Question-conditioned tagging (QA data): "none", "concat" or "cross".
+    /// Question-conditioned tagging (QA data): "none", "concat", "cross",
+    /// "flow" or "coattention".
     pub question: QuestionMode,
+    /// The modelling BiLSTM over the fused context of the flow and
+    /// coattention readers (unused by the others).
+    pub modelling: BiLstmConfig,
     /// Longest answer span the QA decoders pick, in tokens.
     pub max_answer: usize,
     /// Dropout on the encoder's output, before the emission layer (TENER's
@@ -146,6 +166,8 @@ impl Default for TaggerConfig {
             decoder: DecoderKind::Crf,
             constrained: true,
             question: QuestionMode::None,
+            // BiDAF's modelling layer: two BiLSTM layers (d = 100 there).
+            modelling: BiLstmConfig { hidden: 100, layers: 2, dropout: 0.2 },
             max_answer: 30,
             output_dropout: 0.0,
         }
@@ -220,7 +242,7 @@ impl TaggerConfig {
         for (what, on) in qa_only {
             if on && self.question == QuestionMode::None {
                 return Err(format!(
-                    "{what} needs question-answering data and model.question = \"concat\" or \"cross\""
+                    "{what} needs question-answering data and model.question = \"concat\", \"cross\", \"flow\" or \"coattention\""
                 ));
             }
         }
@@ -228,6 +250,17 @@ impl TaggerConfig {
         probability("output_dropout", self.output_dropout)?;
         if self.question == QuestionMode::Cross && self.encoder.kind != EncoderKind::Attention {
             return Err("question = \"cross\" needs encoder.kind = \"attention\" (use \"concat\" with a BiLSTM)".into());
+        }
+        if self.question.fuses() {
+            if self.encoder.kind != EncoderKind::Bilstm {
+                return Err(format!(
+                    "question = \"{}\" reads the question with a BiLSTM: it needs encoder.kind = \"bilstm\"",
+                    self.question.as_str()
+                ));
+            }
+            positive("modelling.hidden", self.modelling.hidden)?;
+            positive("modelling.layers", self.modelling.layers)?;
+            probability("modelling.dropout", self.modelling.dropout)?;
         }
         Ok(())
     }
@@ -249,6 +282,14 @@ impl TaggerConfig {
                 (Encoder::Attention(enc), a.d_model)
             }
         };
+        // The fusion layer and the modelling BiLSTM that reads it (flow, coattention).
+        let (fusion, d_fused) = match self.question {
+            QuestionMode::Flow => (Some(Fusion::Flow(AttentionFlow::new(d_out, device))), 4 * d_out),
+            QuestionMode::Coattention => (Some(Fusion::Coattention(Coattention::new(d_out, device))), 3 * d_out),
+            _ => (None, d_out),
+        };
+        let modelling = fusion.as_ref().map(|_| self.modelling.init(d_fused, device));
+        let d_out = if fusion.is_some() { self.modelling.output_dim() } else { d_out };
         // A learned separator between question and context, N(0, 1) like an embedding row.
         let separator = (self.question == QuestionMode::Concat)
             .then(|| Param::from_tensor(Tensor::random([d_in], burn::tensor::Distribution::Normal(0.0, 1.0), device)));
@@ -270,6 +311,8 @@ impl TaggerConfig {
             features,
             encoder,
             separator,
+            fusion,
+            modelling,
             emit: LinearConfig::new(d_out, outputs).init(device),
             crf,
             question: self.question,
@@ -322,12 +365,47 @@ impl<B: Backend> Encoder<B> {
     }
 }
 
+/// The layer where a fusing reader's encoded question and context meet.
+#[derive(Module, Debug)]
+pub enum Fusion<B: Backend> {
+    Flow(AttentionFlow<B>),
+    Coattention(Coattention<B>),
+}
+
+impl<B: SeqBackend> Fusion<B> {
+    /// `c [B, L, D]`, `q [B, Lq, D]` (both zero at padding) and their masks →
+    /// the fused context `[B, L, 4D]` (flow) or `[B, L, 3D]` (coattention),
+    /// and the context-to-question weights `[B, L, Lq]`.
+    pub fn forward(
+        &self,
+        c: Tensor<B, 3>,
+        c_mask: Tensor<B, 2>,
+        q: Tensor<B, 3>,
+        q_mask: Tensor<B, 2>,
+    ) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        match self {
+            Fusion::Flow(f) => {
+                let out = f.forward(c, c_mask, q, q_mask);
+                (out.g, out.c2q)
+            }
+            Fusion::Coattention(f) => {
+                let out = f.forward(c, c_mask, q, q_mask);
+                (out.u, out.c2q)
+            }
+        }
+    }
+}
+
 #[derive(Module, Debug)]
 pub struct Tagger<B: Backend> {
     pub features: Features<B>,
     pub encoder: Encoder<B>,
     /// `[D_in]`, the separator of `question [SEP] context` (concat mode only).
     pub separator: Option<Param<Tensor<B, 1>>>,
+    /// Where the encoded question and context meet (flow and coattention only).
+    pub fusion: Option<Fusion<B>>,
+    /// The modelling BiLSTM over the fused context (flow and coattention only).
+    pub modelling: Option<BiLstm<B>>,
     /// Encoder output → one score per tag.
     pub emit: Linear<B>,
     /// `None` for the softmax decoder.
@@ -394,6 +472,7 @@ impl<B: SeqBackend> Tagger<B> {
             (mode, None) => return Err(TaggerError::MissingQuestion(mode)),
             (QuestionMode::Concat, Some(q)) => self.encode_concat(x, c, q, want_weights),
             (QuestionMode::Cross, Some(q)) => self.encode_cross(x, c, q, want_weights),
+            (QuestionMode::Flow | QuestionMode::Coattention, Some(q)) => self.encode_fused(x, c, q, want_weights),
         };
         let h = self.output_dropout.forward(out.h); // [B, L, D_out]
         Ok(TaggerOutput { emissions: per_token(&self.emit, h), attention: out.attention, cross: out.cross })
@@ -420,6 +499,28 @@ impl<B: SeqBackend> Tagger<B> {
         let memory = (memory, q.mask.clone());
         self.encoder.forward_with_memory(x, input.mask.clone(), Some(&memory), want_weights)
         // [B, L, D_out]
+    }
+
+    /// Context and question through the same encoder, met in the fusion
+    /// layer, the fused context through the modelling BiLSTM: `[B, L, D_out]`,
+    /// with the context-to-question weights as one single-head cross layer
+    /// `[B, 1, L, Lq]` when asked.
+    fn encode_fused(&self, x: Tensor<B, 3>, input: &Tokens<B>, q: &Tokens<B>, want_weights: bool) -> Encoded<B> {
+        let fused_by =
+            "a tagger built for question = \"flow\" or \"coattention\" has a fusion layer and a modelling BiLSTM";
+        let (fusion, modelling) = (self.fusion.as_ref().expect(fused_by), self.modelling.as_ref().expect(fused_by));
+        let qx = self.features.forward(q, None, None); // [B, Lq, D_in]
+        let (qh, _) = self.encoder.forward(qx, q.mask.clone(), false); // [B, Lq, D]
+        let (ch, _) = self.encoder.forward(x, input.mask.clone(), false); // [B, L, D]
+        let c_mask = input.mask.clone().float(); // [B, L]
+        let (fused, c2q) = fusion.forward(ch, c_mask.clone(), qh, q.mask.clone().float()); // [B, L, kD]
+        let h = modelling.forward(fused, input.mask.clone()); // [B, L, 2H_m]
+        let cross = if want_weights {
+            vec![(c2q * c_mask.unsqueeze_dim::<3>(2)).unsqueeze_dim::<4>(1)] // [B, 1, L, Lq], zero at padded rows
+        } else {
+            Vec::new()
+        };
+        Encoded { h, attention: Vec::new(), cross }
     }
 
     /// Training loss, averaged over sentences: the CRF's negative

@@ -168,8 +168,9 @@ fn cross_attention_output_does_not_change_when_the_keys_gain_padding() {
 }
 
 /// A QA tagger's emissions for a context are the same alone and inside a
-/// batch with longer questions and contexts (question joined by concat or
-/// by cross-attention; BiLSTM and attention encoders).
+/// batch with longer questions and contexts (question joined by concat,
+/// by cross-attention, by attention flow or by co-attention; BiLSTM and
+/// attention encoders).
 #[test]
 fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
     use corpus::batch::{Batch, Encoded, Example};
@@ -198,6 +199,8 @@ fn qa_tagger_emissions_are_identical_alone_and_in_a_padded_batch() {
         (EncoderKind::Bilstm, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Cross),
+        (EncoderKind::Bilstm, QuestionMode::Flow),
+        (EncoderKind::Bilstm, QuestionMode::Coattention),
     ] {
         let _rng = seeded::<B>(&dev(), 5);
         let mut cfg = common::small_tagger(kind, question);

@@ -5,6 +5,7 @@
 mod common;
 
 use burn::backend::NdArray;
+use burn::tensor::Tensor;
 use corpus::batch::{Batch, Encoded, Example};
 use corpus::Scheme;
 use encoders::input::tags_tensor;
@@ -49,6 +50,8 @@ fn a_batch_that_does_not_fit_the_question_mode_is_an_error() {
         (EncoderKind::Bilstm, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Concat),
         (EncoderKind::Attention, QuestionMode::Cross),
+        (EncoderKind::Bilstm, QuestionMode::Flow),
+        (EncoderKind::Bilstm, QuestionMode::Coattention),
     ] {
         let shape =
             TaggerShape { words: 6, chars: 6, bigrams: 0, tags: &tags, scheme: Scheme::Bioes, pretrained: None };
@@ -108,27 +111,46 @@ fn readers_give_their_context_to_question_weights() {
     // Contexts of 3 and 2 tokens, questions of 2 and 1.
     let (contexts, questions) = ([3usize, 2], [2usize, 1]);
 
-    let cross = common::small_tagger(EncoderKind::Attention, QuestionMode::Cross).init::<B>(shape(), &dev);
-    let out = cross.forward(&input, true).unwrap();
-    assert_eq!((out.attention.len(), out.cross.len()), (cross.attention_layers(), cross.attention_layers()));
-    for w in &out.cross {
-        let [b, h, l, lq] = w.dims();
-        assert_eq!([b, l, lq], [2, 3, 2]);
-        let v: Vec<f32> = w.clone().into_data().iter::<f32>().collect();
-        for (row, (&nc, &nq)) in contexts.iter().zip(&questions).enumerate() {
-            for head in 0..h {
-                for i in 0..l {
-                    let at = |j: usize| v[((row * h + head) * l + i) * lq + j];
-                    let real: f32 = (0..nq).map(at).sum();
-                    let padding: f32 = (nq..lq).map(at).sum();
-                    let want = if i < nc { 1.0 } else { 0.0 };
-                    assert!((real - want).abs() < 1e-5 && padding == 0.0, "row {row} head {head} token {i}");
+    // Each layer's weights: a distribution over the real question tokens for
+    // every real context token, zero elsewhere.
+    let check_cross = |cross: &[Tensor<B, 4>], what: &str| {
+        for w in cross {
+            let [b, h, l, lq] = w.dims();
+            assert_eq!([b, l, lq], [2, 3, 2], "{what}");
+            let v: Vec<f32> = w.clone().into_data().iter::<f32>().collect();
+            for (row, (&nc, &nq)) in contexts.iter().zip(&questions).enumerate() {
+                for head in 0..h {
+                    for i in 0..l {
+                        let at = |j: usize| v[((row * h + head) * l + i) * lq + j];
+                        let real: f32 = (0..nq).map(at).sum();
+                        let padding: f32 = (nq..lq).map(at).sum();
+                        let want = if i < nc { 1.0 } else { 0.0 };
+                        assert!(
+                            (real - want).abs() < 1e-5 && padding == 0.0,
+                            "{what}: row {row} head {head} token {i}"
+                        );
+                    }
                 }
             }
         }
-    }
+    };
+
+    let cross = common::small_tagger(EncoderKind::Attention, QuestionMode::Cross).init::<B>(shape(), &dev);
+    let out = cross.forward(&input, true).unwrap();
+    assert_eq!((out.attention.len(), out.cross.len()), (cross.attention_layers(), cross.attention_layers()));
+    check_cross(&out.cross, "cross");
     for w in &out.attention {
         assert_eq!(w.dims()[2..], [3, 3], "the cross reader's self-attention is over the context");
+    }
+
+    // The fusing readers: their context-to-question weights, one layer of one head.
+    for mode in [QuestionMode::Flow, QuestionMode::Coattention] {
+        let model = common::small_tagger(EncoderKind::Bilstm, mode).init::<B>(shape(), &dev);
+        let out = model.forward(&input, true).unwrap();
+        assert!(out.attention.is_empty(), "{mode:?}");
+        assert_eq!(out.cross.iter().map(|w| w.dims()[1]).collect::<Vec<_>>(), [1], "{mode:?}");
+        check_cross(&out.cross, mode.as_str());
+        assert!(model.forward(&input, false).unwrap().cross.is_empty(), "{mode:?}: weights only when asked");
     }
 
     let concat = common::small_tagger(EncoderKind::Attention, QuestionMode::Concat).init::<B>(shape(), &dev);

@@ -9,6 +9,11 @@ use common::{ok, seqlab, squad, train_tokenizer, CITIES, SMALL_QA as SMALL};
 use std::process::Output;
 
 fn train(data: &Path, config: &str, out: &Path, epochs: &str) -> Output {
+    train_with(data, config, out, epochs, &[])
+}
+
+/// [`train`] with more `--set` arguments after [`SMALL`].
+fn train_with(data: &Path, config: &str, out: &Path, epochs: &str, more: &[&str]) -> Output {
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/configs").join(config);
     let mut args: Vec<String> = vec![
         "train".into(),
@@ -22,7 +27,7 @@ fn train(data: &Path, config: &str, out: &Path, epochs: &str) -> Output {
         epochs.into(),
         "--quiet".into(),
     ];
-    args.extend(SMALL.iter().map(|s| s.to_string()));
+    args.extend(SMALL.iter().chain(more).map(|s| s.to_string()));
     seqlab(&args)
 }
 
@@ -78,10 +83,16 @@ fn qa_taggers_train_and_report_official_answer_scores() {
 
     // Picking any of the three capitals scores 1/3; a reader that reads
     // the question answers nearly all.
-    for (config, run) in
-        [("qa-cross.toml", dir.path().join("cross")), ("qa-concat-self.toml", dir.path().join("concat"))]
-    {
-        let finished = ok(train(&data, config, &run, "12"));
+    // The BiLSTM readers that fuse question and context after the encoder
+    // (BiDAF's attention flow, DCN's co-attention), at 16 units.
+    let fusing = ["--set", "model.encoder.bilstm.hidden=16", "--set", "model.modelling.hidden=16"];
+    for (config, run, more) in [
+        ("qa-cross.toml", dir.path().join("cross"), &[][..]),
+        ("qa-concat-self.toml", dir.path().join("concat"), &[][..]),
+        ("qa-bidaf.toml", dir.path().join("bidaf"), &fusing[..]),
+        ("qa-coattention.toml", dir.path().join("coattention"), &fusing[..]),
+    ] {
+        let finished = ok(train_with(&data, config, &run, "12", more));
         assert!(
             finished.contains("test answer F1 ") && finished.contains("(SQuAD v1.1 metric); span F1"),
             "{finished}"

@@ -112,8 +112,8 @@ pub fn two_sentences() -> (Vec<Example>, Vec<Example>) {
 
 /// Every kind of tagger the tests build, as (encoder, positions, decoder,
 /// question mode); see [`tagger_variant`].
-pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 8] = {
-    use QuestionMode::{Concat, Cross};
+pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 10] = {
+    use QuestionMode::{Coattention, Concat, Cross, Flow};
     [
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, QuestionMode::None),
@@ -124,6 +124,8 @@ pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 8] = {
         (EncoderKind::Attention, Position::Relative, DecoderKind::Crf, Cross),
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Pointer, Concat),
         (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::SpanCrf, Cross),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Pointer, Flow),
+        (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::SpanCrf, Coattention),
     ]
 };
 

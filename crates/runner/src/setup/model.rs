@@ -28,6 +28,10 @@ pub fn build_model<B: Backend>(
 /// A short description of the encoder, e.g. `bilstm` or `attention-relative`.
 pub fn encoder_name(cfg: &RunConfig) -> String {
     match cfg.model.encoder.kind {
+        // BiDAF and DCN readers name their fusion layer: "bilstm-flow", "bilstm-coattention".
+        encoders::EncoderKind::Bilstm if cfg.model.question.fuses() => {
+            format!("bilstm-{}", cfg.model.question.as_str())
+        }
         encoders::EncoderKind::Bilstm => "bilstm".into(),
         encoders::EncoderKind::Attention => {
             format!("attention-{:?}", cfg.model.encoder.attention.position).to_lowercase()

@@ -58,12 +58,12 @@ pub fn check_question_mode(cfg: &RunConfig, ds: &Dataset) -> Result<()> {
     use encoders::QuestionMode;
     match (ds.is_qa(), cfg.model.question) {
         (true, QuestionMode::None) => bail!(
-            "{} holds question-answering data: set model.question = \"concat\" or \"cross\" (see experiments/configs/qa-*.toml)",
+            "{} holds question-answering data: set model.question = \"concat\", \"cross\", \"flow\" or \"coattention\" (see experiments/configs/qa-*.toml)",
             ds.dir.display()
         ),
         (false, q) if q != QuestionMode::None => bail!(
             "model.question = {:?} needs question-answering data (SQuAD-format train.json, dev.json), and {} holds tagged columns",
-            format!("{q:?}").to_lowercase(),
+            q.as_str(),
             ds.dir.display()
         ),
         _ => Ok(()),
