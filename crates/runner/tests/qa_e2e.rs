@@ -31,6 +31,31 @@ fn train_with(data: &Path, config: &str, out: &Path, epochs: &str, more: &[&str]
     seqlab(&args)
 }
 
+/// A SQuAD file of [`squad`]'s kind with every question asking about
+/// another fact of its context, one whose capital differs from the gold
+/// answer (kept as the gold answer).
+fn other_fact_questions(file: &Path) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    for article in v["data"].as_array_mut().unwrap() {
+        for p in article["paragraphs"].as_array_mut().unwrap() {
+            let context = p["context"].as_str().unwrap().to_string();
+            // "The capital of X is C." → (X, C), in the order stated.
+            let facts: Vec<(&str, &str)> = context
+                .split(". ")
+                .filter_map(|f| f.trim_end_matches('.').strip_prefix("The capital of ")?.split_once(" is "))
+                .collect();
+            assert_eq!(facts.len(), 3, "{context}");
+            for q in p["qas"].as_array_mut().unwrap() {
+                let gold = q["answers"][0]["text"].as_str().unwrap().to_string();
+                if let Some((country, _)) = facts.iter().find(|(_, city)| *city != gold) {
+                    q["question"] = format!("What is the capital of {country}?").into();
+                }
+            }
+        }
+    }
+    v.to_string()
+}
+
 #[test]
 fn qa_taggers_train_and_report_official_answer_scores() {
     let dir = tempfile::tempdir().unwrap();
@@ -109,7 +134,10 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         let per_question = std::fs::read_to_string(run.join("answers.test.csv")).unwrap();
         assert_eq!(per_question.lines().count(), 41, "{config}");
         // The question-shuffle ablation: read against other questions, the
-        // reader's answers fall towards chance.
+        // reader's answers fall towards chance (about 0.43 for a pick among
+        // the three capitals of this test file, 0.58 for a perfect reader of
+        // the other question: capitals repeat, and the third fact is asked
+        // most often).
         let shuffled: serde_json::Value = serde_json::from_str(&ok(seqlab(&[
             "eval",
             "--run",
@@ -121,7 +149,24 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         ])))
         .unwrap();
         let f1_shuffled = shuffled["qa"]["f1"].as_f64().unwrap();
-        assert!(f1_shuffled < 0.6, "{config}: F1 {f1_shuffled} with shuffled questions");
+        assert!(f1_shuffled < 0.7, "{config}: F1 {f1_shuffled} with shuffled questions");
+        // The sharper test: each question asks about another fact of its own
+        // context (gold answers kept). A reader that reads the question
+        // answers that fact; one that guesses from the context alone keeps
+        // its answers.
+        let other_fact = dir.path().join(format!("other-fact-{config}.json"));
+        std::fs::write(&other_fact, other_fact_questions(&data.join("test.json"))).unwrap();
+        let o = seqlab(&["predict", "--run", run.to_str().unwrap(), "--input", other_fact.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        ok(o);
+        let f1_other: f64 = err
+            .split(", F1 ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|f| f.parse().ok())
+            .unwrap_or_else(|| panic!("{config}: no F1 in {err}"));
+        eprintln!("{config}: test answer F1 {f1_shuffled} with shuffled questions, {f1_other} % about another fact");
+        assert!(f1_other < 30.0, "{config}: F1 {f1_other} % on questions about another fact");
         let predictions: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("predictions.test.json")).unwrap()).unwrap();
         let predictions = predictions.as_object().unwrap();
@@ -216,10 +261,24 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         );
         let last = metrics.lines().last().unwrap().rsplit(',').next().unwrap().parse::<f64>().unwrap();
         assert!((0.0..=1.0).contains(&last), "{metrics}");
+        // Sentences are not questions: a clear refusal.
+        let plain = dir.path().join("plain.txt");
+        std::fs::write(&plain, "Paris is a city\n").unwrap();
+        let o = predict(&plain);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("answers questions") && err.contains("SQuAD-format"), "{err}");
         // Attention pictures of a test question: where context tokens look on
         // the question (the cross-attention, or the concat reader's question
         // block with each context token's share on the question).
         let pictures = dir.path().join(format!("pictures-{config}"));
+        if more == fusing {
+            // The BiLSTM readers have no attention blocks to draw: a clear refusal.
+            let o = seqlab(&["visualize", "--run", run.to_str().unwrap(), "--out", pictures.to_str().unwrap()]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success() && err.contains("has no attention to draw"), "{config}: {err}");
+            assert!(!run.join("heads.csv").exists(), "{config}");
+            continue;
+        }
         let said = ok(seqlab(&[
             "visualize",
             "--run",
@@ -243,12 +302,6 @@ fn qa_taggers_train_and_report_official_answer_scores() {
         );
         assert!(question.contains("[SEP]") == concat && question.contains("question columns"), "{config}");
         assert_eq!(pictures.join("layer1-question-share.svg").is_file(), concat, "{config}");
-        // Sentences are not questions: a clear refusal.
-        let plain = dir.path().join("plain.txt");
-        std::fs::write(&plain, "Paris is a city\n").unwrap();
-        let o = predict(&plain);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && err.contains("answers questions") && err.contains("SQuAD-format"), "{err}");
     }
     // compare reports the answer scores of QA runs.
     let out = dir.path().join("cmp");
