@@ -53,11 +53,13 @@ impl<B: SeqBackend> Coattention<B> {
     ) -> Coattended<B> {
         let q = per_token(&self.question, q).tanh(); // [B, Lq, D]
         let affinity = c.clone().matmul(q.clone().swap_dims(1, 2)); // [B, L, Lq]
-                                                                    // Each question word's attention over the context, and its summary of it.
+
+        // Each question word's attention over the context, and its summary of it.
         let q2c = masked_softmax(affinity.clone().swap_dims(1, 2), c_mask); // [B, Lq, L]
         let s_q = q2c.matmul(c.clone()); // [B, Lq, D]
-                                         // Each context position's attention over the question, reading the
-                                         // question word and that word's summary of the context.
+
+        // Each context position's attention over the question, reading the
+        // question word and that word's summary of the context.
         let c2q = masked_softmax(affinity, q_mask); // [B, L, Lq]
         let s_c = c2q.clone().matmul(Tensor::cat(vec![q, s_q], 2)); // [B, L, 2D]
         Coattended { u: Tensor::cat(vec![c, s_c], 2), c2q } // [B, L, 3D]

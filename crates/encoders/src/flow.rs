@@ -59,13 +59,17 @@ impl<B: Backend> AttentionFlow<B> {
     /// `q_mask [B, Lq]` → `g [B, L, 4D]` and the context-to-query weights.
     pub fn forward(&self, c: Tensor<B, 3>, c_mask: Tensor<B, 2>, q: Tensor<B, 3>, q_mask: Tensor<B, 2>) -> Flowed<B> {
         let [b, l, d] = c.dims();
-        let s = self.similarity(c.clone(), q.clone()); // [B, L, Lq]
-                                                       // Context to query: a_t = Σ_j softmax_j(S_tj) q_j.
-        let c2q = masked_softmax(s.clone(), q_mask.clone()); // [B, L, Lq]
-        let a = c2q.clone().matmul(q); // [B, L, D]
-                                       // Query to context: b = Σ_t softmax_t(max_j S_tj) c_t, the same for every t.
         let keys = q_mask.unsqueeze_dim::<3>(1); // [B, 1, Lq]
-        let best = (s + (keys - 1.0).mul_scalar(-MASKED)).max_dim(2).swap_dims(1, 2); // [B, 1, L]
+
+        // The similarity, MASKED at padded question tokens: both directions read it.
+        let s = self.similarity(c.clone(), q.clone()) + padding_bias(keys.clone()); // [B, L, Lq]
+
+        // Context to query: a_t = Σ_j softmax_j(S_tj) q_j.
+        let c2q = softmax(s.clone(), 2) * keys; // [B, L, Lq]
+        let a = c2q.clone().matmul(q); // [B, L, D]
+
+        // Query to context: b = Σ_t softmax_t(max_j S_tj) c_t, the same for every t.
+        let best = s.max_dim(2).swap_dims(1, 2); // [B, 1, L]
         let q2c = masked_softmax(best, c_mask); // [B, 1, L]
         let h = q2c.matmul(c.clone()).expand([b, l, d]); // [B, L, D]
         let g = Tensor::cat(vec![c.clone(), a.clone(), c.clone() * a, c * h], 2); // [B, L, 4D]
@@ -73,11 +77,16 @@ impl<B: Backend> AttentionFlow<B> {
     }
 }
 
+/// `keys [B, 1, K]` (1 real, 0 padding) → 0 at real keys, MASKED at padding,
+/// to add to scores before a softmax over K.
+fn padding_bias<B: Backend>(keys: Tensor<B, 3>) -> Tensor<B, 3> {
+    (keys - 1.0).mul_scalar(-MASKED)
+}
+
 /// Softmax of `scores [B, R, K]` over its last axis, restricted to the
 /// real keys of `keys [B, K]` (1 real, 0 padding): padded keys get weight
 /// 0, and a row with no real key gets all zeros, not NaN.
 pub fn masked_softmax<B: Backend>(scores: Tensor<B, 3>, keys: Tensor<B, 2>) -> Tensor<B, 3> {
     let keys = keys.unsqueeze_dim::<3>(1); // [B, 1, K]
-    let bias = (keys.clone() - 1.0).mul_scalar(-MASKED); // 0 at real keys, MASKED at padding
-    softmax(scores + bias, 2) * keys // [B, R, K]
+    softmax(scores + padding_bias(keys.clone()), 2) * keys // [B, R, K]
 }
