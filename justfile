@@ -90,17 +90,29 @@ qa-experiments DATA=squad: (_qa DATA)
     for r in qa-cross-s1 qa-concat-self-s1; do {{seqlab}} visualize --run experiments/runs/qa/$r --split dev --sentence 0 --out experiments/qa/pictures/$r; done
     {{seqlab}} compare experiments/runs/qa/* --out experiments/qa
 
-# Cross-attention at its best (experiments/qa.md): BiDAF's attention flow and
-# DCN's co-attention against their concatenation match, the 3-layer BiLSTM
-# reader over question [SEP] context (the same parameter count), for SEEDS on
-# DATA (the SQuAD split, or DATA=datasets/cmrc-split for CMRC 2018), two runs
-# side by side at one thread each (in experiments/runs/qa-fusion-NAME/, NAME
-# the data folder's name); the question-shuffle ablation of each run, then
-# seqlab compare (paired bootstrap intervals).
-qa-fusion-experiments DATA=squad SEEDS="1 2 3": (_qa DATA)
-    for s in {{SEEDS}}; do for c in qa-bidaf qa-coattention qa-bilstm; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c '{{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out experiments/runs/qa-fusion-$(basename {{DATA}})/$0-s$1 --quiet'
-    for r in experiments/runs/qa-fusion-$(basename {{DATA}})/*/; do {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
-    {{seqlab}} compare experiments/runs/qa-fusion-$(basename {{DATA}})/* --out experiments/qa/fusion-$(basename {{DATA}})
+# Cross-attention at its best (experiments/qa.md): each reader in CONFIGS
+# (by default BiDAF's attention flow, DCN's co-attention and their
+# concatenation match, the 3-layer BiLSTM reader over question [SEP] context;
+# add qa-cross and qa-concat-self for the one-way pair) × SEEDS on DATA (the
+# SQuAD split, or datasets/cmrc-split for CMRC 2018), for example
+#   just qa-fusion-experiments datasets/cmrc-split "1 2 3" "qa-bidaf qa-coattention qa-bilstm qa-cross qa-concat-self"
+# Two runs side by side at one thread each, in experiments/runs/qa-fusion/NAME/
+# (NAME the data folder's name; finished runs are kept); then the
+# question-shuffle ablation of each run and seqlab compare (paired bootstrap
+# intervals) into experiments/qa/fusion-NAME/.
+qa-fusion-experiments DATA=squad SEEDS="1 2 3 4 5" CONFIGS="qa-bidaf qa-coattention qa-bilstm": (_qa DATA) && (_qa-fusion-compare DATA)
+    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet'
+
+# The input cues' ablation (experiments/qa.md): CONFIGS × SEEDS on DATA with
+# the reading cues, DrQA's exact match and its aligned question embedding off
+# (cue_dim = aligned_dim = question_match_dim = 0), as CONFIG-nocues-sS beside
+# the runs of qa-fusion-experiments; then the shuffle ablation and compare.
+qa-cue-ablation DATA=squad SEEDS="1 2 3" CONFIGS="qa-bidaf qa-bilstm": (_qa DATA) && (_qa-fusion-compare DATA)
+    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-nocues-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.features.cue_dim=0 --set model.features.aligned_dim=0 --set model.features.question_match_dim=0'
+
+_qa-fusion-compare DATA:
+    for r in experiments/runs/qa-fusion/$(basename {{DATA}})/*/; do [ -s $r/shuffled.test.json ] || {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
+    {{seqlab}} compare experiments/runs/qa-fusion/$(basename {{DATA}})/* --out experiments/qa/fusion-$(basename {{DATA}})
 
 # Head-count sweep: the attention-CRF (attention-crf.toml) at d_model D_MODEL
 # for every heads count in HEADS × attention dropout in DROPOUTS × training-set

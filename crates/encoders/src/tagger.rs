@@ -83,6 +83,18 @@ impl QuestionMode {
         }
     }
 
+    /// The modes that answer questions (every one but `None`).
+    pub const ANSWERING: [QuestionMode; 4] =
+        [QuestionMode::Concat, QuestionMode::Cross, QuestionMode::Flow, QuestionMode::Coattention];
+
+    /// The answering modes as a message lists them:
+    /// `"concat", "cross", "flow" or "coattention"`.
+    pub fn answering_choices() -> String {
+        let quoted: Vec<String> = Self::ANSWERING.iter().map(|m| format!("\"{}\"", m.as_str())).collect();
+        let (last, rest) = quoted.split_last().expect("ANSWERING is not empty");
+        format!("{} or {last}", rest.join(", "))
+    }
+
     /// Whether the question and the context meet after the encoder, in a
     /// fusion layer read by the modelling BiLSTM (flow, coattention).
     pub fn fuses(self) -> bool {
@@ -242,7 +254,8 @@ impl TaggerConfig {
         for (what, on) in qa_only {
             if on && self.question == QuestionMode::None {
                 return Err(format!(
-                    "{what} needs question-answering data and model.question = \"concat\", \"cross\", \"flow\" or \"coattention\""
+                    "{what} needs question-answering data and model.question = {}",
+                    QuestionMode::answering_choices()
                 ));
             }
         }

@@ -161,3 +161,22 @@ fn readers_give_their_context_to_question_weights() {
         assert_eq!(w.dims()[2..], [6, 6], "the concat reader's self-attention is over the joint rows");
     }
 }
+
+/// The modes a message offers for question-answering data are every mode but
+/// `None`, each under the name a configuration writes, and a plain tagger
+/// given a QA-only setting is told all of them.
+#[test]
+fn a_qa_setting_on_a_plain_tagger_names_every_answering_mode() {
+    let choices = QuestionMode::answering_choices();
+    assert_eq!(choices, "\"concat\", \"cross\", \"flow\" or \"coattention\"");
+    assert!(!QuestionMode::ANSWERING.contains(&QuestionMode::None));
+    let mut cfg = common::small_tagger(EncoderKind::Bilstm, QuestionMode::None);
+    cfg.features.cue_dim = 4;
+    let err = cfg.validate().expect_err("cue_dim needs questions");
+    assert!(err.contains("features.cue_dim") && err.ends_with(&choices), "{err}");
+    for mode in QuestionMode::ANSWERING {
+        cfg.question = mode;
+        cfg.encoder.kind = if mode == QuestionMode::Cross { EncoderKind::Attention } else { EncoderKind::Bilstm };
+        assert_eq!(cfg.validate(), Ok(()), "{mode:?} reads the cues");
+    }
+}

@@ -58,8 +58,9 @@ pub fn check_question_mode(cfg: &RunConfig, ds: &Dataset) -> Result<()> {
     use encoders::QuestionMode;
     match (ds.is_qa(), cfg.model.question) {
         (true, QuestionMode::None) => bail!(
-            "{} holds question-answering data: set model.question = \"concat\", \"cross\", \"flow\" or \"coattention\" (see experiments/configs/qa-*.toml)",
-            ds.dir.display()
+            "{} holds question-answering data: set model.question = {} (see experiments/configs/qa-*.toml)",
+            ds.dir.display(),
+            QuestionMode::answering_choices()
         ),
         (false, q) if q != QuestionMode::None => bail!(
             "model.question = {:?} needs question-answering data (SQuAD-format train.json, dev.json), and {} holds tagged columns",
