@@ -1,6 +1,7 @@
 //! Multi-head attention, shared by the self-attention encoder and the
 //! cross-attention block: one place for the projections, the head split and
-//! merge, the mask, the optional relative-position scores, and the attention
+//! merge, the mask, the position terms of the scores (TENER's relative
+//! scores, RoPE's rotation, ALiBi's and T5's biases), and the attention
 //! implementations.
 //!
 //! Shapes: `B` batch, `H` heads, `Lq`/`Lk` query/key lengths, `Dh` head size,
@@ -10,7 +11,7 @@ use crate::dropout::Dropout;
 use crate::linear::per_token;
 use crate::ops::dense_attention::MASKED;
 use crate::ops::SeqBackend;
-use crate::positional::relative_sinusoids;
+use crate::positional::{alibi_slopes, relative_sinusoids, rotate, t5_bucket, Position, T5_BUCKETS};
 use burn::module::Param;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
@@ -32,7 +33,8 @@ pub enum AttentionImpl {
     /// Exact attention over key blocks with an online softmax
     /// ([`SeqBackend::flash_attention`]): O(L·block) memory forward, and in
     /// training a hand-written backward that recomputes the blocks. No
-    /// dropout on the weights; not with relative positions.
+    /// dropout on the weights; not with positions that bias the scores
+    /// (relative, ALiBi, T5).
     Chunked,
     /// Each query attends to the keys within ±`window` positions only,
     /// computed in blocks of `window` queries against their own and the two
@@ -71,6 +73,13 @@ pub struct MultiHeadAttention<B: Backend> {
     pub output: Linear<B>,
     /// TENER-style relative position terms, when enabled.
     pub relative: Option<RelativeTerms<B>>,
+    /// T5's learned bias per distance bucket and head `[T5_BUCKETS, H]`,
+    /// when enabled.
+    pub t5: Option<Param<Tensor<B, 2>>>,
+    /// RoPE: queries and keys rotated by their position.
+    rope: bool,
+    /// ALiBi: `−m_h·|i − j|` added to each head's scores.
+    alibi: bool,
     pub dropout: Dropout,
     heads: usize,
     head_dim: usize,
@@ -97,14 +106,16 @@ pub struct MultiHeadConfig {
     pub heads: usize,
     pub head_dim: usize,
     pub dropout: f64,
-    pub relative: bool,
+    /// Which position terms the scores get: relative, rope, alibi or t5
+    /// (the others add positions to the input, not here).
+    pub position: Position,
     pub scaled: bool,
 }
 
 impl MultiHeadConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> MultiHeadAttention<B> {
         let d = self.heads * self.head_dim;
-        let relative = self.relative.then(|| RelativeTerms {
+        let relative = (self.position == Position::Relative).then(|| RelativeTerms {
             u: Param::from_tensor(Tensor::zeros([self.heads, self.head_dim], device)),
             v: Param::from_tensor(Tensor::zeros([self.heads, self.head_dim], device)),
         });
@@ -114,6 +125,10 @@ impl MultiHeadConfig {
             value: LinearConfig::new(self.d_key, d).init(device),
             output: LinearConfig::new(d, self.d_query).init(device),
             relative,
+            t5: (self.position == Position::T5)
+                .then(|| Param::from_tensor(Tensor::zeros([T5_BUCKETS, self.heads], device))),
+            rope: self.position == Position::Rope,
+            alibi: self.position == Position::Alibi,
             dropout: Dropout::new(self.dropout),
             heads: self.heads,
             head_dim: self.head_dim,
@@ -124,10 +139,10 @@ impl MultiHeadConfig {
 
 impl MultiHeadConfig {
     /// Cross-attention with these sizes (`d_query` for the attending
-    /// sequence, `d_key` for the attended one; no relative positions: the
-    /// two sequences share no axis).
+    /// sequence, `d_key` for the attended one; no position terms: the two
+    /// sequences share no axis).
     pub fn init_cross<B: Backend>(&self, device: &B::Device) -> CrossAttention<B> {
-        CrossAttention { attention: MultiHeadConfig { relative: false, ..self.clone() }.init(device) }
+        CrossAttention { attention: MultiHeadConfig { position: Position::None, ..self.clone() }.init(device) }
     }
 }
 
@@ -208,10 +223,13 @@ impl<B: Backend> MultiHeadAttention<B> {
     where
         B: SeqBackend,
     {
-        let q = per_token(&self.query, query); // [B, Lq, H·Dh]
-        let k = per_token(&self.key, memory.clone()); // [B, Lk, H·Dh]
+        let mut q = per_token(&self.query, query); // [B, Lq, H·Dh]
+        let mut k = per_token(&self.key, memory.clone()); // [B, Lk, H·Dh]
         let v = per_token(&self.value, memory); // [B, Lk, H·Dh]
-        if plan.imp == AttentionImpl::Dense && plan.fused && self.relative.is_none() && !want_weights {
+        if self.rope {
+            (q, k) = (rotate(q, self.heads), rotate(k, self.heads)); // each position turned by its angle
+        }
+        if plan.imp == AttentionImpl::Dense && plan.fused && !self.biases_scores() && !want_weights {
             let ctx = self.one_op(q, k, v, key_mask); // [B, Lq, H·Dh]
             return AttentionOutput { context: per_token(&self.output, ctx), weights: None };
         }
@@ -224,6 +242,29 @@ impl<B: Backend> MultiHeadAttention<B> {
             AttentionImpl::Local => (self.local(q, k, v, key_mask, plan.window), None),
         };
         AttentionOutput { context: per_token(&self.output, self.merge_heads(ctx)), weights }
+    }
+
+    /// Whether the scores get a position term of their own (relative,
+    /// ALiBi, T5): they are then computed by the plain formula.
+    fn biases_scores(&self) -> bool {
+        self.relative.is_some() || self.t5.is_some() || self.alibi
+    }
+
+    /// ALiBi's or T5's bias for the signed distances `i − j` of a block of
+    /// scores (`dist`, `rows × cols` of them, row-major): `[H, rows, cols]`;
+    /// `None` without either.
+    fn distance_bias(&self, dist: &[i64], rows: usize, cols: usize, device: &B::Device) -> Option<Tensor<B, 3>> {
+        let h = self.heads;
+        if self.alibi {
+            let slopes = alibi_slopes(h);
+            let bias: Vec<f32> =
+                slopes.iter().flat_map(|&m| dist.iter().map(move |&d| -m * d.unsigned_abs() as f32)).collect();
+            return Some(Tensor::from_data(TensorData::new(bias, [h, rows, cols]), device));
+        }
+        let table = self.t5.as_ref()?.val(); // [T5_BUCKETS, H]
+        let buckets: Vec<i64> = dist.iter().map(|&d| t5_bucket(d) as i64).collect();
+        let buckets = Tensor::<B, 1, Int>::from_data(TensorData::new(buckets, [rows * cols]), device);
+        Some(table.select(0, buckets).transpose().reshape([h, rows, cols])) // [H, rows, cols]
     }
 
     fn scale(&self) -> f32 {
@@ -273,7 +314,12 @@ impl<B: Backend> MultiHeadAttention<B> {
                 content + qr.gather(3, idx)
             }
         };
-        s.mul_scalar(self.scale())
+        let s = s.mul_scalar(self.scale()); // [B, H, bq, bk]
+        let dist: Vec<i64> = (0..bq).flat_map(|i| (0..bk).map(move |j| (q0 + i) as i64 - (k0 + j) as i64)).collect();
+        match self.distance_bias(&dist, bq, bk, &s.device()) {
+            Some(bias) => s + bias.unsqueeze_dim::<4>(0), // [B, H, bq, bk]
+            None => s,
+        }
     }
 
     /// The plain formula over the whole `[B, H, Lq, Lk]` score matrix; with
@@ -338,7 +384,7 @@ impl<B: Backend> MultiHeadAttention<B> {
     where
         B: SeqBackend,
     {
-        assert!(self.relative.is_none(), "chunked attention does not support relative positions");
+        assert!(!self.biases_scores(), "chunked attention does not support positions that bias the scores");
         let mask = key_mask.float().unsqueeze_dims::<4>(&[1, 2]); // [B, 1, 1, Lk]
         let prim = |x: Tensor<B, 4>| x.into_primitive().tensor();
         Tensor::from_primitive(TensorPrimitive::Float(B::flash_attention(
@@ -408,7 +454,15 @@ impl<B: Backend> MultiHeadAttention<B> {
             }
         }
         .mul_scalar(self.scale()); // [B, H, nb, w, 3w]
-                                   // Real keys among the 3w neighbours, and the band |i − j| ≤ w.
+
+        // Query r of a block and key c of its 3w neighbours are r + w − c apart.
+        let dist: Vec<i64> = (0..w).flat_map(|r| (0..3 * w).map(move |c| (r + w) as i64 - c as i64)).collect();
+        let scores = match self.distance_bias(&dist, w, 3 * w, &device) {
+            Some(bias) => scores + bias.reshape([1, h, 1, w, 3 * w]),
+            None => scores,
+        };
+
+        // Real keys among the 3w neighbours, and the band |i − j| ≤ w.
         let mut m = key_mask.float();
         if lp > l {
             m = Tensor::cat(vec![m, Tensor::zeros([b, lp - l], &device)], 1);

@@ -1,6 +1,7 @@
 //! Positional encodings: sinusoidal and learned absolute positions (added
-//! to the input), and the direction-aware relative sinusoids that TENER's
-//! attention scores use (see [`crate::attention::RelativeTerms`]).
+//! to the input), the direction-aware relative sinusoids that TENER's
+//! attention scores use (see [`crate::attention::RelativeTerms`]), the
+//! rotary angles of RoPE, ALiBi's slopes and T5's distance buckets.
 
 use burn::nn::{Embedding, EmbeddingConfig};
 use burn::prelude::*;
@@ -19,6 +20,110 @@ pub enum Position {
     Learned,
     /// Relative, direction-aware: distances enter the attention scores (TENER).
     Relative,
+    /// Rotary (RoFormer, Su et al. 2021): queries and keys rotated by their
+    /// position, so their dot product depends on the distance only.
+    Rope,
+    /// ALiBi (Press et al. 2022): a fixed bias `−m_h·|i − j|` on each
+    /// head's scores, slopes `m_h` geometric over the heads.
+    Alibi,
+    /// T5 (Raffel et al. 2020): a learned bias per head and distance bucket
+    /// (32 buckets, both directions, exact up to 8, logarithmic to 128).
+    T5,
+}
+
+impl Position {
+    /// The name configurations use (`position = "…"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Position::None => "none",
+            Position::Sinusoidal => "sinusoidal",
+            Position::Learned => "learned",
+            Position::Relative => "relative",
+            Position::Rope => "rope",
+            Position::Alibi => "alibi",
+            Position::T5 => "t5",
+        }
+    }
+
+    /// Whether the position enters the attention scores as a term of its
+    /// own (relative, ALiBi, T5): the scores are then computed by the plain
+    /// formula, not by the fused or chunked operations.
+    pub fn biases_scores(self) -> bool {
+        matches!(self, Position::Relative | Position::Alibi | Position::T5)
+    }
+}
+
+/// RoPE's angle base: pair `m` of a head turns by `pos / ROPE_BASE^(2m/Dh)`.
+pub const ROPE_BASE: f64 = 10000.0;
+
+/// `cos` and `sin` of RoPE's angles for positions `0..len`, each
+/// `[len, dh/2]` (pair `m` of position `p` turns by `p·ROPE_BASE^(−2m/dh)`).
+pub fn rope_angles(len: usize, dh: usize) -> (Vec<f32>, Vec<f32>) {
+    let half = dh / 2;
+    let (mut cos, mut sin) = (vec![0f32; len * half], vec![0f32; len * half]);
+    for p in 0..len {
+        for m in 0..half {
+            let a = p as f64 / ROPE_BASE.powf(2.0 * m as f64 / dh as f64);
+            cos[p * half + m] = a.cos() as f32;
+            sin[p * half + m] = a.sin() as f32;
+        }
+    }
+    (cos, sin)
+}
+
+/// RoPE on `x [B, L, H·Dh]` (heads side by side, positions `0..L`): each
+/// head's dimensions `2m, 2m+1` rotated by position `p`'s angle `θ`:
+/// `(x₀ cos θ − x₁ sin θ, x₀ sin θ + x₁ cos θ)`. `Dh` must be even.
+pub fn rotate<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 3> {
+    let [b, l, d] = x.dims();
+    let dh = d / heads;
+    let half = dh / 2;
+    let device = x.device();
+    let (cos, sin) = rope_angles(l, dh);
+    let table =
+        |v: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(v, [l, half]), &device).reshape([1, l, 1, half]);
+    let (cos, sin) = (table(cos), table(sin)); // [1, L, 1, Dh/2]
+    let pairs = x.reshape([b, l, heads, half, 2]); // [B, L, H, Dh/2, 2]
+    let x0 = pairs.clone().narrow(4, 0, 1).squeeze_dim::<4>(4); // [B, L, H, Dh/2]
+    let x1 = pairs.narrow(4, 1, 1).squeeze_dim::<4>(4);
+    let r0 = x0.clone() * cos.clone() - x1.clone() * sin.clone(); // [B, L, H, Dh/2]
+    let r1 = x0 * sin + x1 * cos;
+    Tensor::stack::<5>(vec![r0, r1], 4).reshape([b, l, d]) // [B, L, H·Dh]
+}
+
+/// ALiBi's slope per head (Press et al.'s `get_slopes`): `2^(−8k/H)` for
+/// `k = 1..H` when `H` is a power of two; otherwise those of the largest
+/// power of two below `H`, then every other slope of twice that many.
+pub fn alibi_slopes(heads: usize) -> Vec<f32> {
+    let pow2 = |n: usize| -> Vec<f64> { (1..=n).map(|k| 2f64.powf(-8.0 * k as f64 / n as f64)).collect() };
+    let below = if heads == 0 { 0 } else { 1usize << heads.ilog2() };
+    let mut slopes = pow2(below);
+    if below < heads {
+        slopes.extend(pow2(2 * below).into_iter().step_by(2).take(heads - below));
+    }
+    slopes.into_iter().map(|m| m as f32).collect()
+}
+
+/// T5's buckets of signed distances (both directions: half for each).
+pub const T5_BUCKETS: usize = 32;
+/// Distances at and past this share T5's last bucket of their direction.
+pub const T5_MAX_DISTANCE: usize = 128;
+
+/// T5's bucket of the signed distance `i − j` from query `i` to key `j`
+/// (`_relative_position_bucket` with `bidirectional=True`): keys after the
+/// query (`j > i`) use the upper half; within a half, distances below
+/// `n/2` (`n = T5_BUCKETS/2`) get a bucket each, longer ones share
+/// logarithmically spaced buckets up to `T5_MAX_DISTANCE` (in f32, as
+/// T5's PyTorch code computes them).
+pub fn t5_bucket(distance: i64) -> usize {
+    let n = T5_BUCKETS / 2;
+    let (offset, d) = if distance < 0 { (n, distance.unsigned_abs() as usize) } else { (0, distance as usize) };
+    let exact = n / 2;
+    if d < exact {
+        return offset + d;
+    }
+    let log = (d as f32 / exact as f32).ln() / ((T5_MAX_DISTANCE as f64 / exact as f64).ln() as f32);
+    offset + (exact + (log * (n - exact) as f32) as usize).min(n - 1)
 }
 
 /// `sin`/`cos` of `pos / 10000^(2m/d)` in dimensions `2m`/`2m+1`, for the
@@ -84,5 +189,51 @@ mod tests {
         }
         assert_eq!(row(0)[0], 0.0);
         assert_eq!(row(0)[1], 1.0);
+    }
+
+    #[test]
+    fn alibi_slopes_follow_the_paper() {
+        // get_slopes(8) and get_slopes(6) of the ALiBi reference code.
+        let eight: Vec<f32> = (1..=8).map(|k| 0.5f32.powi(k)).collect();
+        assert_eq!(alibi_slopes(8), eight);
+        let got = alibi_slopes(6);
+        assert_eq!(got.len(), 6);
+        // Four from 2^(−8k/4) = 1/4, 1/16, 1/64, 1/256; then 2^(−8k/8) at k = 1, 3.
+        let want = [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-7, "{got:?}");
+        }
+        assert_eq!(alibi_slopes(1), [2f32.powi(-8)]);
+    }
+
+    #[test]
+    fn t5_buckets_match_the_reference_function() {
+        // Values of T5's _relative_position_bucket(relative_position = j − i,
+        // bidirectional=True, num_buckets=32, max_distance=128), whose
+        // argument is the key's position minus the query's.
+        let reference = |rel: i64| -> usize {
+            let n = 16usize;
+            let mut ret = if rel > 0 { n } else { 0 };
+            let d = rel.unsigned_abs() as usize;
+            let max_exact = n / 2;
+            if d < max_exact {
+                return ret + d;
+            }
+            let v = max_exact
+                + ((d as f32 / max_exact as f32).ln() / ((128f64 / max_exact as f64).ln() as f32)
+                    * (n - max_exact) as f32) as usize;
+            ret += v.min(n - 1);
+            ret
+        };
+        for dist in -300i64..=300 {
+            assert_eq!(t5_bucket(dist), reference(-dist), "distance {dist}");
+        }
+        assert_eq!(t5_bucket(0), 0);
+        assert_eq!(t5_bucket(-1), 17);
+        assert_eq!(t5_bucket(7), 7);
+        assert_eq!(t5_bucket(8), 8);
+        assert_eq!(t5_bucket(127), 15);
+        assert_eq!(t5_bucket(1000), 15);
+        assert_eq!(t5_bucket(-1000), 31);
     }
 }

@@ -103,10 +103,17 @@ impl AttentionConfig {
                 self.d_model, self.heads
             ));
         }
-        if self.implementation == AttentionImpl::Chunked && self.position == Position::Relative {
-            return Err(
-                "impl = \"chunked\" does not support position = \"relative\"; use \"local\" or \"dense\"".into()
-            );
+        if self.implementation == AttentionImpl::Chunked && self.position.biases_scores() {
+            return Err(format!(
+                "impl = \"chunked\" does not support position = \"{}\" (a term of the attention scores); use \"local\" or \"dense\", or position = \"rope\"",
+                self.position.as_str()
+            ));
+        }
+        if self.position == Position::Rope && self.head_dim() % 2 != 0 {
+            return Err(format!(
+                "position = \"rope\" turns pairs of dimensions: the head size ({}) must be even",
+                self.head_dim()
+            ));
         }
         Ok(())
     }
@@ -128,7 +135,7 @@ impl AttentionConfig {
             heads: self.heads.max(1),
             head_dim: self.head_dim(),
             dropout: self.attention_dropout,
-            relative: self.position == Position::Relative,
+            position: self.position,
             scaled: self.scaled,
         };
         let blocks = (0..self.layers.max(1))

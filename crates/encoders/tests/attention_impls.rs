@@ -11,6 +11,7 @@ use burn::tensor::{Distribution, TensorData, TensorPrimitive};
 use common::{assert_close_relative, mask, seeded, values};
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
 use encoders::ops::SeqBackend;
+use encoders::positional::Position;
 
 type B = NdArray<f32>;
 type AD = Autodiff<NdArray<f32>>;
@@ -24,7 +25,12 @@ type AD = Autodiff<NdArray<f32>>;
 type ADF = Autodiff<Flex>;
 
 fn mha<Bk: Backend>(relative: bool, scaled: bool, dev: &Bk::Device) -> MultiHeadAttention<Bk> {
-    MultiHeadConfig { d_query: 16, d_key: 16, heads: 2, head_dim: 8, dropout: 0.0, relative, scaled }.init(dev)
+    let position = if relative { Position::Relative } else { Position::None };
+    with_position(position, scaled, dev)
+}
+
+fn with_position<Bk: Backend>(position: Position, scaled: bool, dev: &Bk::Device) -> MultiHeadAttention<Bk> {
+    MultiHeadConfig { d_query: 16, d_key: 16, heads: 2, head_dim: 8, dropout: 0.0, position, scaled }.init(dev)
 }
 
 fn plan(imp: AttentionImpl, block: usize, window: usize) -> AttentionPlan {

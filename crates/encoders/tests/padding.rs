@@ -66,7 +66,9 @@ fn bilstm_backward_direction_starts_at_the_last_real_token() {
 
 #[test]
 fn attention_encoder_output_is_identical_alone_and_in_a_padded_batch() {
-    for position in [Position::Sinusoidal, Position::Learned, Position::Relative] {
+    for position in
+        [Position::Sinusoidal, Position::Learned, Position::Relative, Position::Rope, Position::Alibi, Position::T5]
+    {
         let cfg = AttentionConfig {
             d_model: 16,
             layers: 2,
@@ -85,9 +87,16 @@ fn attention_encoder_output_is_identical_alone_and_in_a_padded_batch() {
 
 #[test]
 fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
-    let mha =
-        MultiHeadConfig { d_query: 8, d_key: 8, heads: 2, head_dim: 4, dropout: 0.0, relative: true, scaled: true }
-            .init::<B>(&dev());
+    let mha = MultiHeadConfig {
+        d_query: 8,
+        d_key: 8,
+        heads: 2,
+        head_dim: 4,
+        dropout: 0.0,
+        position: Position::Relative,
+        scaled: true,
+    }
+    .init::<B>(&dev());
     let x = Tensor::<B, 3>::random([2, 4, 8], Distribution::Normal(0.0, 1.0), &dev());
     // Sentence 1 has no real key at all.
     let m = mask(&[3, 0], 4);
@@ -106,8 +115,16 @@ fn padded_keys_get_zero_weight_and_a_fully_padded_row_gives_zeros() {
 }
 
 fn cross_attention() -> encoders::attention::CrossAttention<B> {
-    MultiHeadConfig { d_query: 8, d_key: 6, heads: 2, head_dim: 4, dropout: 0.0, relative: false, scaled: true }
-        .init_cross::<B>(&dev())
+    MultiHeadConfig {
+        d_query: 8,
+        d_key: 6,
+        heads: 2,
+        head_dim: 4,
+        dropout: 0.0,
+        position: Position::None,
+        scaled: true,
+    }
+    .init_cross::<B>(&dev())
 }
 
 /// `att` from `a [B, La, 8]` (lengths `la`) to `b [B, Lb, 6]` (lengths

@@ -114,9 +114,10 @@ where
     (value, g.out, emissions, paths)
 }
 
-/// [`common::TAGGERS`] (BiLSTM; attention with relative, sinusoidal and
-/// learned positions; the character Transformer; concatenated and cross
-/// question modes; CRF, softmax, pointer and span-CRF decoders), then the
+/// [`common::TAGGERS`] (BiLSTM; attention with relative, sinusoidal,
+/// learned, RoPE, ALiBi and T5 positions; the character Transformer;
+/// concatenated, cross, flow and co-attention question modes; CRF, softmax,
+/// pointer and span-CRF decoders), then the
 /// attention-CRF with chunked and with local attention.
 fn variants() -> Vec<(String, TaggerConfig, QuestionMode)> {
     let mut out: Vec<(String, TaggerConfig, QuestionMode)> = common::TAGGERS

@@ -112,7 +112,7 @@ pub fn two_sentences() -> (Vec<Example>, Vec<Example>) {
 
 /// Every kind of tagger the tests build, as (encoder, positions, decoder,
 /// question mode); see [`tagger_variant`].
-pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 10] = {
+pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 13] = {
     use QuestionMode::{Coattention, Concat, Cross, Flow};
     [
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Crf, QuestionMode::None),
@@ -126,6 +126,10 @@ pub const TAGGERS: [(EncoderKind, Position, DecoderKind, QuestionMode); 10] = {
         (EncoderKind::Attention, Position::Sinusoidal, DecoderKind::SpanCrf, Cross),
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::Pointer, Flow),
         (EncoderKind::Bilstm, Position::Sinusoidal, DecoderKind::SpanCrf, Coattention),
+        // The other positions in the scores: RoPE, ALiBi, T5's buckets.
+        (EncoderKind::Attention, Position::Rope, DecoderKind::Crf, QuestionMode::None),
+        (EncoderKind::Attention, Position::Alibi, DecoderKind::Softmax, Concat),
+        (EncoderKind::Attention, Position::T5, DecoderKind::Crf, Cross),
     ]
 };
 

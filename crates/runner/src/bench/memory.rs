@@ -127,7 +127,7 @@ where
         heads,
         head_dim: a.d_model / heads,
         dropout: 0.0,
-        relative: false,
+        position: encoders::positional::Position::None,
         scaled: true,
     }
     .init::<B>(device);

@@ -125,7 +125,7 @@ pub fn plan(cfg: &mut RunConfig, budget: u64, baseline: u64, shape: StepShape) -
     let mut options = vec![current];
     if cfg.model.encoder.kind == EncoderKind::Attention
         && current == AttentionImpl::Dense
-        && a.position != Position::Relative
+        && !a.position.biases_scores()
     {
         options.push(AttentionImpl::Chunked);
     }

@@ -607,6 +607,30 @@ mod tests {
     }
 
     #[test]
+    fn every_position_is_read_under_its_name() {
+        use encoders::positional::Position;
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("c.toml");
+        for p in [
+            Position::None,
+            Position::Sinusoidal,
+            Position::Learned,
+            Position::Relative,
+            Position::Rope,
+            Position::Alibi,
+            Position::T5,
+        ] {
+            let text = format!(
+                "[model.encoder]\nkind = \"attention\"\n[model.encoder.attention]\nposition = \"{}\"\n",
+                p.as_str()
+            );
+            std::fs::write(&file, text).unwrap();
+            let c = load(Some(&file), &[]).unwrap_or_else(|e| panic!("{}: {e:#}", p.as_str()));
+            assert_eq!(c.model.encoder.attention.position, p);
+        }
+    }
+
+    #[test]
     fn resolved_config_round_trips() {
         let c = RunConfig::default();
         let back: RunConfig = toml::from_str(&to_toml(&c)).unwrap();
@@ -674,7 +698,11 @@ mod tests {
             ("model.encoder.attention", "ffn", &["0", "1", "8"]),
             ("model.encoder.attention", "dropout", &["0.0", "0.1", "1.0"]),
             ("model.encoder.attention", "attention_dropout", &["0.0", "0.1", "-1.0"]),
-            ("model.encoder.attention", "position", &["\"sinusoidal\"", "\"learned\"", "\"relative\"", "\"rope\""]),
+            (
+                "model.encoder.attention",
+                "position",
+                &["\"sinusoidal\"", "\"learned\"", "\"relative\"", "\"rope\"", "\"alibi\"", "\"t5\"", "\"rotary\""],
+            ),
             ("model.encoder.attention", "max_len", &["0", "1", "64"]),
             ("model.encoder.attention", "scaled", &["true", "false"]),
             ("model.encoder.attention", "impl", &["\"dense\"", "\"chunked\"", "\"local\"", "\"flash\""]),
