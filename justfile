@@ -105,10 +105,10 @@ qa-fusion-experiments DATA=squad SEEDS="1 2 3 4 5" CONFIGS="qa-bidaf qa-coattent
 
 # The input cues' ablation (experiments/qa.md): CONFIGS × SEEDS on DATA with
 # the reading cues, DrQA's exact match and its aligned question embedding off
-# (cue_dim = aligned_dim = question_match_dim = 0), as CONFIG-nocues-sS beside
-# the runs of qa-fusion-experiments; then the shuffle ablation and compare.
+# (cue_dim = aligned_dim = question_match_dim = 0), named CONFIG-nocues (runs CONFIG-nocues-sS beside
+# the runs of qa-fusion-experiments); then the shuffle ablation and compare.
 qa-cue-ablation DATA=squad SEEDS="1 2 3" CONFIGS="qa-bidaf qa-bilstm": (_qa DATA) && (_qa-fusion-compare DATA)
-    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-nocues-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.features.cue_dim=0 --set model.features.aligned_dim=0 --set model.features.question_match_dim=0'
+    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-nocues-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.features.cue_dim=0 --set model.features.aligned_dim=0 --set model.features.question_match_dim=0 --set name=$0-nocues'
 
 _qa-fusion-compare DATA:
     for r in experiments/runs/qa-fusion/$(basename {{DATA}})/*/; do [ -s $r/shuffled.test.json ] || {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
