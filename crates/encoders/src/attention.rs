@@ -250,10 +250,21 @@ impl<B: Backend> MultiHeadAttention<B> {
         self.relative.is_some() || self.t5.is_some() || self.alibi
     }
 
-    /// ALiBi's or T5's bias for the signed distances `i − j` of a block of
-    /// scores (`dist`, `rows × cols` of them, row-major): `[H, rows, cols]`;
-    /// `None` without either.
-    fn distance_bias(&self, dist: &[i64], rows: usize, cols: usize, device: &B::Device) -> Option<Tensor<B, 3>> {
+    /// ALiBi's or T5's bias for a block of `rows × cols` scores, whose
+    /// query `r` and key `c` are `distance(r, c)` apart (`i − j`):
+    /// `[H, rows, cols]`; `None` (and nothing computed) without either.
+    fn distance_bias(
+        &self,
+        rows: usize,
+        cols: usize,
+        distance: impl Fn(usize, usize) -> i64,
+        device: &B::Device,
+    ) -> Option<Tensor<B, 3>> {
+        if !self.alibi && self.t5.is_none() {
+            return None;
+        }
+        let distance = &distance;
+        let dist: Vec<i64> = (0..rows).flat_map(|r| (0..cols).map(move |c| distance(r, c))).collect();
         let h = self.heads;
         if self.alibi {
             let slopes = alibi_slopes(h);
@@ -315,8 +326,7 @@ impl<B: Backend> MultiHeadAttention<B> {
             }
         };
         let s = s.mul_scalar(self.scale()); // [B, H, bq, bk]
-        let dist: Vec<i64> = (0..bq).flat_map(|i| (0..bk).map(move |j| (q0 + i) as i64 - (k0 + j) as i64)).collect();
-        match self.distance_bias(&dist, bq, bk, &s.device()) {
+        match self.distance_bias(bq, bk, |i, j| (q0 + i) as i64 - (k0 + j) as i64, &s.device()) {
             Some(bias) => s + bias.unsqueeze_dim::<4>(0), // [B, H, bq, bk]
             None => s,
         }
@@ -456,8 +466,7 @@ impl<B: Backend> MultiHeadAttention<B> {
         .mul_scalar(self.scale()); // [B, H, nb, w, 3w]
 
         // Query r of a block and key c of its 3w neighbours are r + w − c apart.
-        let dist: Vec<i64> = (0..w).flat_map(|r| (0..3 * w).map(move |c| (r + w) as i64 - c as i64)).collect();
-        let scores = match self.distance_bias(&dist, w, 3 * w, &device) {
+        let scores = match self.distance_bias(w, 3 * w, |r, c| (r + w) as i64 - c as i64, &device) {
             Some(bias) => scores + bias.reshape([1, h, 1, w, 3 * w]),
             None => scores,
         };
