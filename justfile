@@ -185,8 +185,12 @@ _data DATA:
 # Split the shared SQuAD v1.1 dev file (train/dev/test by article) and train a
 # tokenizer when DATA is the default and missing; a split from before test.json
 # existed is redone, and its tokenizer with it. DATA=datasets/cmrc-split does the
-# same for the CMRC 2018 dev file (668 / 60 / 120 articles).
+# same for the CMRC 2018 dev file (668 / 60 / 120 articles). The tokenizer is the
+# one the published runs used (experiments/qa/tokenizers/, where there is one):
+# the tokenizers crate's WordPiece trainer breaks ties in hash-map order, so a
+# tokenizer trained again differs a little.
 _qa DATA:
     @if [ "{{DATA}}" = "{{squad}}" ] && [ ! -e "{{squad}}/test.json" ]; then {{seqlab}} data split-qa ../shared/datasets/squad11/dev-v1.1.json --held-out 10 --dev 4 --out {{squad}} && rm -f {{squad}}/tokenizer.json; fi
     @if [ "{{DATA}}" = "{{cmrc}}" ] && [ ! -e "{{cmrc}}/test.json" ]; then {{seqlab}} data split-qa ../shared/datasets/cmrc2018/dev.json --held-out 120 --dev 60 --out {{cmrc}} && rm -f {{cmrc}}/tokenizer.json; fi
+    @if [ ! -e "{{DATA}}/tokenizer.json" ] && [ -e "experiments/qa/tokenizers/$(basename {{DATA}}).json" ]; then cp "experiments/qa/tokenizers/$(basename {{DATA}}).json" {{DATA}}/tokenizer.json; fi
     @if [ ! -e "{{DATA}}/tokenizer.json" ]; then {{seqlab}} tokenizer train --data {{DATA}} --vocab-size 16000 --out {{DATA}}/tokenizer.json; fi

@@ -3,9 +3,9 @@
 //! A batch never truncates a sentence: it is as long as its longest
 //! sentence, and the mask says which positions are real.
 
-use crate::qa::cues::CUES;
+use crate::qa::cues::{Cue, CUES};
 use crate::tags::Tag;
-use crate::vocab::{Vocabs, PAD_ID};
+use crate::vocab::{Vocabs, PAD_ID, UNK_ID};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -44,6 +44,27 @@ impl Encoded {
 
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
+    }
+
+    /// This sentence with the tokens at `positions` replaced by the unknown
+    /// word: word `<unk>`, one unknown character, no letters (case class
+    /// 1), and the character bigrams that read them unknown too. Tags are
+    /// kept. Positions past the end are an error of the caller.
+    pub fn erased(&self, positions: &[usize]) -> Encoded {
+        let mut e = self.clone();
+        for &i in positions {
+            e.words[i] = UNK_ID;
+            e.chars[i] = vec![UNK_ID];
+            e.caps[i] = 1;
+            if !e.bigrams.is_empty() {
+                // Bigram i pairs token i with the next; bigram i − 1 pairs the previous with it.
+                e.bigrams[i] = UNK_ID;
+                if i > 0 {
+                    e.bigrams[i - 1] = UNK_ID;
+                }
+            }
+        }
+        e
     }
 }
 
@@ -158,6 +179,25 @@ impl Example {
             Example::Plain(e) | Example::Asked { context: e, .. } => e.tags = tags,
         }
         w
+    }
+
+    /// [`Encoded::erased`] of the tagged sentence; a QA context's erased
+    /// tokens also lose their match with the question (reading cues "no
+    /// match", "no content-word match", "no letter or digit"; the cues that
+    /// describe the rest of the context or the question stay).
+    pub fn erased(&self, positions: &[usize]) -> Example {
+        match self {
+            Example::Plain(e) => Example::Plain(e.erased(positions)),
+            Example::Asked { context, question, cues } => {
+                let mut cues = cues.clone();
+                for &i in positions {
+                    for cue in [Cue::Match, Cue::Idf, Cue::Shape] {
+                        cues[i * CUES + cue as usize] = 1;
+                    }
+                }
+                Example::Asked { context: context.erased(positions), question: question.clone(), cues }
+            }
+        }
     }
 
     /// Tokens of the tagged sentence.
@@ -553,6 +593,37 @@ mod tests {
         assert_ne!(v.chars.id("P"), v.chars.id("p"));
         assert_eq!(context.caps, [caps_class("Paris"), caps_class("is")]);
         assert_eq!(question, v.encode(&pieces[1..], None, 20));
+    }
+
+    /// Erasing reads a token as the unknown word everywhere it shows, and
+    /// touches nothing else: not the other tokens, their bigrams beyond the
+    /// neighbour's pair, the tags, the question, or the context's cues.
+    #[test]
+    fn erased_tokens_read_as_the_unknown_word_and_nothing_else_changes() {
+        let e = Encoded {
+            words: vec![5, 6, 7, 8],
+            chars: vec![vec![2, 3], vec![4], vec![5, 6, 7], vec![8]],
+            caps: vec![4, 2, 3, 2],
+            bigrams: vec![10, 11, 12, 13],
+            tags: Some(vec![1, 2, 0, 0]),
+        };
+        let x = e.erased(&[2]);
+        assert_eq!(x.words, [5, 6, UNK_ID, 8]);
+        assert_eq!(x.chars, [vec![2, 3], vec![4], vec![UNK_ID], vec![8]]);
+        assert_eq!(x.caps, [4, 2, 1, 2]);
+        assert_eq!(x.bigrams, [10, UNK_ID, UNK_ID, 13]);
+        assert_eq!(x.tags, e.tags);
+        assert_eq!(e.erased(&[0]).bigrams, [UNK_ID, 11, 12, 13], "the first token has no bigram before it");
+        assert_eq!(e.erased(&[]), e);
+        let cues: Vec<u32> = (0..4 * CUES as u32).map(|c| 2 + c % 3).collect();
+        let asked = Example::Asked { context: e.clone(), question: e.slice(0..2), cues: cues.clone() };
+        let Example::Asked { context, question, cues: got } = asked.erased(&[1, 3]) else { unreachable!() };
+        assert_eq!((context, question), (e.erased(&[1, 3]), e.slice(0..2)));
+        for (k, (&was, &now)) in cues.iter().zip(&got).enumerate() {
+            let (token, cue) = (k / CUES, k % CUES);
+            let lost = [Cue::Match as usize, Cue::Idf as usize, Cue::Shape as usize].contains(&cue);
+            assert_eq!(now, if [1, 3].contains(&token) && lost { 1 } else { was }, "token {token}, cue {cue}");
+        }
     }
 
     #[test]

@@ -19,6 +19,17 @@ use std::cell::Cell;
 
 thread_local! {
     static STATE: Cell<u64> = const { Cell::new(0x853C_49E6_748F_EA9B) };
+    static OFF: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every dropout of this thread the identity, autodiff or
+/// not: a model asked for gradients outside training (gradient × input)
+/// must read its input as it does at inference.
+pub fn disabled<R>(f: impl FnOnce() -> R) -> R {
+    let was = OFF.with(|o| o.replace(true));
+    let out = f();
+    OFF.with(|o| o.set(was));
+    out
 }
 
 /// Reseeds this thread's dropout masks.
@@ -126,7 +137,7 @@ impl Dropout {
     /// The mask [`Dropout::forward`] would multiply a tensor of this shape
     /// by (the same draws), or none where it is the identity.
     pub fn mask<B: Backend, const D: usize>(&self, shape: [usize; D], device: &B::Device) -> Option<Tensor<B, D>> {
-        if self.prob == 0.0 || !B::ad_enabled(device) {
+        if self.prob == 0.0 || !B::ad_enabled(device) || OFF.with(Cell::get) {
             return None;
         }
         let n = shape.iter().product();
@@ -216,5 +227,11 @@ mod tests {
         let y = d.forward(Tensor::<Autodiff<NdArray>, 2>::ones([40, 50], &device));
         let v: Vec<f32> = y.into_data().to_vec().unwrap();
         assert!(v.iter().all(|&e| e == 0.0 || e == 2.0) && v.contains(&0.0) && v.contains(&2.0));
+        // Disabled: the identity with autodiff too, then dropping again.
+        let ad = Tensor::<Autodiff<NdArray>, 2>::ones([40, 50], &device);
+        let kept = disabled(|| d.forward(ad.clone()));
+        kept.into_data().assert_eq(&ad.clone().into_data(), true);
+        let v: Vec<f32> = d.forward(ad).into_data().to_vec().unwrap();
+        assert!(v.contains(&0.0), "dropout is back after the closure");
     }
 }

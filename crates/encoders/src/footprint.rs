@@ -4,7 +4,6 @@
 //! of the layers inside.
 
 use crate::attention::AttentionImpl;
-use crate::positional::Position;
 use crate::tagger::{EncoderKind, TaggerConfig};
 
 /// The shape of one training step's batch.
@@ -30,7 +29,8 @@ pub struct StepFloats {
     /// feed-forward layers, emissions and the CRF's scores.
     pub attention: f64,
     /// Score-sized attention tensors: `[B, H, L, L]` dense, a block of keys
-    /// chunked, three windows of keys local (plus relative positions).
+    /// chunked, three windows of keys local (plus the score terms of
+    /// relative, ALiBi and T5 positions, which run the unfused formula).
     pub scores: f64,
 }
 
@@ -63,7 +63,9 @@ impl TaggerConfig {
                     AttentionImpl::Chunked => 3.0 * n * heads * a.block.min(len) as f64,
                     AttentionImpl::Local => 8.0 * n * heads * (3 * a.window.min(len)) as f64,
                 };
-                if a.position == Position::Relative {
+                // Relative, ALiBi and T5 add a [B, H, L, L] term before the
+                // softmax: the unfused formula, more score-sized tensors kept.
+                if a.position.biases_scores() {
                     scores += 4.0 * n * heads * len.min(4 * a.window) as f64;
                 }
                 StepFloats {
@@ -72,6 +74,31 @@ impl TaggerConfig {
                     ..Default::default()
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::positional::Position;
+    use crate::tagger::EncoderKind;
+
+    #[test]
+    fn every_score_bias_costs_score_memory_and_rotation_does_not() {
+        let shape = StepShape { batch: 8, len: 128, word_len: 12, tags: 9 };
+        let scores = |position| {
+            let mut cfg = TaggerConfig::default();
+            cfg.encoder.kind = EncoderKind::Attention;
+            cfg.encoder.attention.position = position;
+            cfg.step_floats(shape).scores
+        };
+        let plain = scores(Position::None);
+        assert_eq!(scores(Position::Sinusoidal), plain);
+        assert_eq!(scores(Position::Rope), plain, "RoPE rotates q and k: the fused path");
+        for p in [Position::Relative, Position::Alibi, Position::T5] {
+            assert!(scores(p) > plain, "{p:?}");
+            assert_eq!(scores(p), scores(Position::Relative), "{p:?}");
         }
     }
 }

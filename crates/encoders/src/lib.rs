@@ -21,6 +21,7 @@ pub mod input;
 pub mod linear;
 pub mod ops;
 pub mod positional;
+pub mod prediction;
 pub mod span;
 pub mod tagger;
 pub mod transformer;

@@ -430,7 +430,7 @@ pub struct Tagger<B: Backend> {
     question: QuestionMode,
     /// The decoder, as configured (its parameters are `emit` and `crf`).
     #[module(skip)]
-    decoder: DecoderKind,
+    pub(crate) decoder: DecoderKind,
     /// Where the span tags sit in the tag set (QA decoders).
     #[module(skip)]
     spans: SpanTags,
@@ -462,6 +462,11 @@ impl<B: Backend> Tagger<B> {
         self.question
     }
 
+    /// The decoder, as the tagger was built.
+    pub fn decoder(&self) -> DecoderKind {
+        self.decoder
+    }
+
     /// The number of attention blocks of the encoder (0 for a BiLSTM).
     pub fn attention_layers(&self) -> usize {
         match &self.encoder {
@@ -477,8 +482,25 @@ impl<B: SeqBackend> Tagger<B> {
     /// [`QuestionMode`]). An error when the batch has questions and the
     /// tagger was built without a question mode, or the other way round.
     pub fn forward(&self, input: &TaggerInput<B>, want_weights: bool) -> Result<TaggerOutput<B>, TaggerError> {
+        self.forward_embedded(self.embed(input), input, want_weights)
+    }
+
+    /// The context's input features `[B, L, D]`: what the encoder reads of
+    /// each context token (for QA, with its reading cues).
+    pub fn embed(&self, input: &TaggerInput<B>) -> Tensor<B, 3> {
+        self.features.forward(input.context(), input.question(), input.cues())
+    }
+
+    /// [`Self::forward`] from the context's features `x [B, L, D]` as
+    /// [`Self::embed`] gives them (gradient × input takes its gradient
+    /// with respect to `x`).
+    pub fn forward_embedded(
+        &self,
+        x: Tensor<B, 3>,
+        input: &TaggerInput<B>,
+        want_weights: bool,
+    ) -> Result<TaggerOutput<B>, TaggerError> {
         let (c, q) = (input.context(), input.question());
-        let x = self.features.forward(c, q, input.cues()); // [B, L, D]
         let out = match (self.question, q) {
             (QuestionMode::None, None) => self.encoder.forward_with_memory(x, c.mask.clone(), None, want_weights), // [B, L, D_out]
             (QuestionMode::None, Some(_)) => return Err(TaggerError::UnexpectedQuestion),

@@ -8,7 +8,7 @@ use burn::backend::{Autodiff, Flex, NdArray};
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData, TensorPrimitive};
-use common::{assert_close_relative, mask, seeded, values};
+use common::{assert_close_relative, attention_grads, mask, seeded, values};
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
 use encoders::ops::SeqBackend;
 use encoders::positional::Position;
@@ -104,23 +104,7 @@ fn grads(
     p: AttentionPlan,
     reference: bool,
 ) -> Vec<Vec<f32>> {
-    let dev = x.device();
-    let out = m.forward(x.clone(), x, mk, p, reference).context;
-    let w = Tensor::<ADF, 3>::from_data(
-        TensorData::new(
-            (0..out.shape().num_elements()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect::<Vec<_>>(),
-            out.shape(),
-        ),
-        &dev,
-    );
-    let g = (out * w).sum().backward();
-    let ps = [&m.query.weight, &m.key.weight, &m.value.weight, &m.output.weight];
-    let mut all: Vec<Vec<f32>> = ps.iter().map(|p| values(p.val().grad(&g).unwrap())).collect();
-    if let Some(rel) = &m.relative {
-        all.push(values(rel.u.val().grad(&g).unwrap()));
-        all.push(values(rel.v.val().grad(&g).unwrap()));
-    }
-    all
+    attention_grads(m, m.forward(x.clone(), x, mk, p, reference).context)
 }
 
 #[test]

@@ -15,7 +15,7 @@ use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Distribution, TensorData};
-use common::{assert_close_relative, mask, seeded, values};
+use common::{assert_close_relative, attention_grads, mask, seeded, values};
 use encoders::attention::{AttentionImpl, AttentionPlan, MultiHeadAttention, MultiHeadConfig};
 use encoders::positional::{t5_bucket, Position, T5_BUCKETS};
 use encoders::transformer::AttentionConfig;
@@ -139,24 +139,6 @@ fn composed(
     linear(&m.output, ctx)
 }
 
-/// Every parameter's gradient of `Σ out ∘ w` for a fixed `w`.
-fn grads(m: &MultiHeadAttention<AD>, out: Tensor<AD, 3>) -> Vec<Vec<f32>> {
-    let w: Vec<f32> = (0..out.shape().num_elements()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect();
-    let w = Tensor::<AD, 3>::from_data(TensorData::new(w, out.shape()), &out.device());
-    let g = (out * w).sum().backward();
-    let mut all: Vec<Vec<f32>> = [&m.query, &m.key, &m.value, &m.output]
-        .iter()
-        .flat_map(|lin| {
-            [lin.weight.val().grad(&g).unwrap(), lin.bias.as_ref().unwrap().val().grad(&g).unwrap().unsqueeze()]
-        })
-        .map(values)
-        .collect();
-    if let Some(t) = &m.t5 {
-        all.push(values(t.val().grad(&g).unwrap()));
-    }
-    all
-}
-
 fn plan(imp: AttentionImpl, window: usize) -> AttentionPlan {
     AttentionPlan { imp, block: 3, window, fused: true }
 }
@@ -189,7 +171,7 @@ fn rope_alibi_and_t5_give_their_formulas_context_and_gradients() {
                 assert_close_relative(&row(&out), &row(&reference), 2e-5, &format!("{what}: sentence {s}"));
             }
             let real = mk.clone().float().unsqueeze_dim::<3>(2).expand([3, l, D]);
-            let (got, want) = (grads(&m, out * real.clone()), grads(&m, reference * real));
+            let (got, want) = (attention_grads(&m, out * real.clone()), attention_grads(&m, reference * real));
             for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert_close_relative(a, b, 5e-5, &format!("{what}: gradient of parameter {i}"));
             }
@@ -238,7 +220,7 @@ fn alibi_prefers_near_keys_and_t5_learns_a_bias_per_bucket() {
     let out = m.forward(x.clone(), x, mask::<AD>(&[l], l, &dev), AttentionPlan::dense(), true);
     let w = values(out.weights.unwrap());
     assert!(w.iter().all(|&v| (v - 1.0 / l as f32).abs() < 1e-6));
-    let g = grads(&m, out.context);
+    let g = attention_grads(&m, out.context);
     assert_eq!(g.last().unwrap().len(), T5_BUCKETS * HEADS);
 }
 

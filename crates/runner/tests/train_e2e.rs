@@ -365,6 +365,7 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
     }
     assert!(heads_out.join("heads.test.csv").is_file());
     bf16_inference_scores_as_f32_and_training_refuses_it(&runs[1], work.path());
+    explain_erases_and_reports_every_method(&runs[1], work.path());
     // Pictures of one sentence, and of Chinese text (split into characters:
     // the run was trained on English words, so --tokenize says so).
     let vis = work.path().join("vis");
@@ -413,6 +414,27 @@ fn attention_softmax_trains_and_compare_reports_the_runs() {
         vis.to_str().unwrap(),
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--focus `zzz`"));
+}
+
+/// `seqlab explain` on a trained attention-CRF: every method's AOPC in
+/// the summary, the files, and a clear error for `--max-k 0`.
+fn explain_erases_and_reports_every_method(run: &Path, work: &Path) {
+    let out = work.join("explain");
+    let run = run.to_str().unwrap();
+    let args = ["explain", "--run", run, "--items", "30", "--max-k", "3", "--out", out.to_str().unwrap()];
+    let summary = ok(seqlab(&args));
+    for method in ["attention", "rollout", "gradient", "random"] {
+        assert!(summary.contains(&format!("| {method} | ")), "{method}:\n{summary}");
+    }
+    assert!(summary.contains("30 predictions"), "{summary}");
+    let items = std::fs::read_to_string(out.join("items.csv")).unwrap();
+    assert_eq!(items.lines().count(), 1 + 30 * 4, "{items}");
+    assert!(items.starts_with("sentence,start,end,label,candidates,method,prob,aopc,prob_erased_1"));
+    let curves = std::fs::read_to_string(out.join("curves.csv")).unwrap();
+    assert_eq!(curves.lines().count(), 1 + 4 * 4);
+    assert!(out.join("curves.svg").is_file() && out.join("summary.md").is_file());
+    let o = seqlab(&["explain", "--run", run, "--max-k", "0"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--max-k"));
 }
 
 /// `--precision bf16`: eval of an attention run within bf16's rounding of

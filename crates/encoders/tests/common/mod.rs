@@ -3,10 +3,12 @@
 #![allow(dead_code)]
 
 use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::TensorData;
 use corpus::batch::{Encoded, Example};
 use corpus::tags::Tag;
 use corpus::Scheme;
+use encoders::attention::MultiHeadAttention;
 use encoders::positional::Position;
 use encoders::{DecoderKind, EncoderKind, QuestionMode, TaggerConfig, TaggerShape};
 
@@ -168,4 +170,28 @@ pub fn tagger_variant(
 /// The vocabulary sizes of [`two_sentences`], with `tags`.
 pub fn variant_shape(tags: &[Tag]) -> TaggerShape<'_> {
     TaggerShape { words: 6, chars: 7, bigrams: 6, tags, scheme: Scheme::Bioes, pretrained: None }
+}
+
+/// The gradient of `Σ out ∘ w` for a fixed, sign-mixed `w` with respect to
+/// every parameter of the attention layer `m` that produced `out`: the
+/// weight and bias of each projection, then the relative positions' `u`
+/// and `v` and the T5 table where the layer has them.
+pub fn attention_grads<B: AutodiffBackend>(m: &MultiHeadAttention<B>, out: Tensor<B, 3>) -> Vec<Vec<f32>> {
+    let w: Vec<f32> = (0..out.shape().num_elements()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 5.0).collect();
+    let w = Tensor::<B, 3>::from_data(TensorData::new(w, out.shape()), &out.device());
+    let g = (out * w).sum().backward();
+    let grad = |p: &burn::module::Param<Tensor<B, 2>>| values(p.val().grad(&g).unwrap());
+    let mut all = Vec::new();
+    for lin in [&m.query, &m.key, &m.value, &m.output] {
+        all.push(grad(&lin.weight));
+        all.push(values(lin.bias.as_ref().unwrap().val().grad(&g).unwrap()));
+    }
+    if let Some(rel) = &m.relative {
+        all.push(grad(&rel.u));
+        all.push(grad(&rel.v));
+    }
+    if let Some(t) = &m.t5 {
+        all.push(grad(t));
+    }
+    all
 }

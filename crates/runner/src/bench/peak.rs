@@ -5,7 +5,6 @@
 use crate::setup::config::RunConfig;
 use anyhow::{bail, Context, Result};
 use encoders::attention::AttentionImpl;
-use encoders::positional::Position;
 use encoders::EncoderKind;
 
 /// Current resident set and its peak since start (or the last reset), bytes.
@@ -188,6 +187,7 @@ pub fn plan(cfg: &mut RunConfig, budget: u64, baseline: u64, shape: StepShape) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use encoders::positional::Position;
 
     /// The CPU backends' parts (`SeqBackend::train_shards`).
     fn cpu_parts(sentences: usize) -> usize {

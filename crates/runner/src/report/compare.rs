@@ -102,7 +102,8 @@ pub fn run(runs: &[PathBuf], out: &Path, samples: usize) -> Result<Written> {
         let metrics = read_metrics(&dir.join(rundir::METRICS)).unwrap_or_default();
         found.push(Run { dir, summary, metrics });
     }
-    let runs = found;
+    let mut runs = found;
+    name_settings(&mut runs)?;
     // Entity types of the taggers (a QA run's one chunk type is its answer).
     let types: BTreeSet<String> = runs
         .iter()
@@ -320,6 +321,69 @@ pub fn p_value(p: f64, samples: usize) -> String {
     } else {
         format!("p = {p:.4}")
     }
+}
+
+/// Keys of a run's configuration that do not make it another setting: its
+/// name, its seed (the seeds of a setting are grouped), and where its data
+/// sat (the dataset is grouped on by name).
+const NOT_A_SETTING: [&str; 3] = ["name", "seed", "data.dir"];
+
+/// A run's resolved configuration (`config.toml`) as `key.path → value`,
+/// less [`NOT_A_SETTING`]; empty for a run folder without one.
+fn setting_of(dir: &Path) -> Result<BTreeMap<String, String>> {
+    fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
+        match v {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    flatten(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let path = dir.join(rundir::CONFIG);
+    if !path.is_file() {
+        return Ok(BTreeMap::new());
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value: toml::Value = toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
+    let mut out = BTreeMap::new();
+    flatten("", &value, &mut out);
+    out.retain(|k, _| !NOT_A_SETTING.contains(&k.as_str()));
+    Ok(out)
+}
+
+/// Runs of one config name on one dataset are the seeds of one setting
+/// only when their configurations agree (apart from [`NOT_A_SETTING`]).
+/// Where they do not (runs made with different `--set` values and not
+/// renamed), each configuration becomes a setting of its own, named
+/// `name [key=value, …]` after the keys where they differ.
+fn name_settings(runs: &mut [Run]) -> Result<()> {
+    let settings: Vec<BTreeMap<String, String>> = runs.iter().map(|r| setting_of(&r.dir)).collect::<Result<_>>()?;
+    let mut by_name: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        by_name.entry((r.summary.dataset.clone(), r.summary.name.clone())).or_default().push(i);
+    }
+    for ((_, name), members) in by_name {
+        let differing: BTreeSet<&String> = members
+            .iter()
+            .flat_map(|&i| settings[i].keys())
+            .filter(|k| members.iter().any(|&j| settings[j].get(*k) != settings[members[0]].get(*k)))
+            .collect();
+        // A run folder without its configuration cannot say (older runs).
+        if differing.is_empty() || members.iter().any(|&i| settings[i].is_empty()) {
+            continue;
+        }
+        for &i in &members {
+            let values: Vec<String> =
+                differing.iter().map(|k| format!("{k}={}", settings[i].get(*k).map_or("-", String::as_str))).collect();
+            runs[i].summary.name = format!("{name} [{}]", values.join(", "));
+        }
+    }
+    Ok(())
 }
 
 /// Runs grouped by (config name, dataset): the seeds of one setting.
@@ -595,6 +659,59 @@ mod tests {
         // Sample standard deviation (n − 1): of 1, 2, 3 it is 1.
         assert_eq!(mean_pm_std(&[1.0, 2.0, 3.0], 1), "2.0 ± 1.0");
         assert_eq!(mean_pm_std(&[1952.9, 3000.2], 0), "2477 ± 741");
+    }
+
+    /// Seeds of one config name are one setting while their configurations
+    /// agree; runs made with other `--set` values under the same name
+    /// become settings of their own, named after what differs.
+    #[test]
+    fn runs_of_one_name_with_other_settings_are_not_merged() {
+        let work = tempfile::tempdir().unwrap();
+        let run = |folder: &str, seed: u64, cue_dim: usize, config: bool| {
+            let dir = work.path().join(folder);
+            std::fs::create_dir_all(&dir).unwrap();
+            if config {
+                let text = format!(
+                    "name = \"qa\"\nseed = {seed}\n[data]\ndir = \"d/{folder}\"\n[model.features]\ncue_dim = {cue_dim}\nword_dim = 8\n"
+                );
+                std::fs::write(dir.join(rundir::CONFIG), text).unwrap();
+            }
+            let summary = Summary {
+                name: "qa".into(),
+                encoder: "bilstm".into(),
+                decoder: "pointer".into(),
+                dataset: "squad".into(),
+                seed,
+                device: "cpu".into(),
+                params: 1,
+                epochs: 1,
+                best_epoch: 1,
+                train_seconds: 1.0,
+                tokens_per_second: 1.0,
+                dev: None,
+                test: None,
+                qa: None,
+            };
+            Run { dir, summary, metrics: Vec::new() }
+        };
+        // Two seeds of one setting (their folders and data paths differ): one setting.
+        let mut same = vec![run("a", 1, 4, true), run("b", 2, 4, true)];
+        name_settings(&mut same).unwrap();
+        assert!(same.iter().all(|r| r.summary.name == "qa"));
+        assert_eq!(groups(&same).len(), 1);
+        // A third run without the cues: two settings, named by the key that differs.
+        let mut mixed = vec![run("a", 1, 4, true), run("b", 2, 4, true), run("c", 1, 0, true)];
+        name_settings(&mut mixed).unwrap();
+        let names: Vec<&str> = mixed.iter().map(|r| r.summary.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["qa [model.features.cue_dim=4]", "qa [model.features.cue_dim=4]", "qa [model.features.cue_dim=0]"]
+        );
+        assert_eq!(groups(&mixed).values().map(Vec::len).collect::<Vec<_>>(), [1, 2]);
+        // A run folder without its config.toml leaves the name alone.
+        let mut old = vec![run("a", 1, 4, true), run("d", 2, 0, false)];
+        name_settings(&mut old).unwrap();
+        assert!(old.iter().all(|r| r.summary.name == "qa"));
     }
 
     #[test]

@@ -50,10 +50,28 @@ pub struct Report {
     pub runs: Vec<RunFiles>,
 }
 
+/// The x axis of a line chart: its name and first value.
+#[derive(Clone, Copy, Debug)]
+pub struct Axis<'a> {
+    pub desc: &'a str,
+    pub from: usize,
+}
+
 /// A line chart of `curves` over epochs as an SVG string; the y axis spans
 /// the values (rounded out to 0.05) within `[floor, ceil]` when given.
 pub fn line_chart(title: &str, y_desc: &str, curves: &[Curve], bounds: (Option<f64>, Option<f64>)) -> Result<String> {
-    let max_epoch = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0)).max().unwrap_or(1).max(2);
+    line_chart_on(Axis { desc: "epoch", from: 1 }, title, y_desc, curves, bounds)
+}
+
+/// [`line_chart`] over another x axis.
+pub fn line_chart_on(
+    x: Axis<'_>,
+    title: &str,
+    y_desc: &str,
+    curves: &[Curve],
+    bounds: (Option<f64>, Option<f64>),
+) -> Result<String> {
+    let max_epoch = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0)).max().unwrap_or(1).max(x.from + 1);
     let ys: Vec<f64> = curves.iter().flat_map(|c| c.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
     let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -71,8 +89,8 @@ pub fn line_chart(title: &str, y_desc: &str, curves: &[Curve], bounds: (Option<f
             .margin(16)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(1usize..max_epoch, lo..hi)?;
-        chart.configure_mesh().x_desc("epoch").y_desc(y_desc).draw()?;
+            .build_cartesian_2d(x.from..max_epoch, lo..hi)?;
+        chart.configure_mesh().x_desc(x.desc).y_desc(y_desc).draw()?;
         for (i, c) in curves.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let pts: Vec<(usize, f64)> = c.points.iter().copied().filter(|p| p.1.is_finite()).collect();

@@ -45,6 +45,11 @@ pub enum Command {
     /// Attention head diagnostics over a split: entropy, boundary share,
     /// distance, redundancy; collapsed heads flagged; writes heads.csv.
     Heads(HeadsArgs),
+    /// Is attention an explanation? Ranks the tokens around each prediction
+    /// (entity or answer) by attention, attention rollout, gradient × input
+    /// and at random, erases the top k = 1…K and measures the drop in the
+    /// prediction's probability: AOPC per method, curves.csv and .svg.
+    Explain(ExplainArgs),
     /// Score a file in conlleval format (…, gold tag, predicted tag per line).
     Score(ScoreArgs),
     /// Generate or describe datasets.
@@ -344,6 +349,32 @@ pub struct HeadsArgs {
     #[arg(long)]
     pub json: bool,
     /// Where heads.csv goes (default: the run folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: DeviceArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// A run folder written by `seqlab train`.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Dataset folder (default: the run's).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    #[arg(long, default_value = "test")]
+    pub split: corpus::SplitName,
+    /// Explain this many predictions (sentences taken in a seeded random order).
+    #[arg(long, default_value_t = 500)]
+    pub items: usize,
+    /// Erase up to this many tokens (K).
+    #[arg(long, default_value_t = 10)]
+    pub max_k: usize,
+    /// Orders the sentences and seeds the random ranking.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output folder (default: RUN/explain-SPLIT).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "cpu")]

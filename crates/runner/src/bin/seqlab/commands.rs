@@ -3,8 +3,9 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, EvalArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs, QaAttentionArgs,
-    QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs, VisualizeArgs,
+    CompareArgs, EvalArgs, ExplainArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs,
+    QaAttentionArgs, QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs,
+    VisualizeArgs,
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
@@ -312,6 +313,47 @@ impl Job for HeadsJob {
         ) {
             eprintln!("warning: {w}");
         }
+        Ok(())
+    }
+}
+
+pub fn explain(args: ExplainArgs) -> Result<()> {
+    if args.max_k == 0 || args.items == 0 {
+        anyhow::bail!("--max-k and --items must be at least 1 (got {} and {})", args.max_k, args.items);
+    }
+    let run = LoadedRun::load(&args.run)?;
+    let split = run.split_with_answers(args.data.as_deref(), args.split)?;
+    let out = args.out.clone().unwrap_or_else(|| args.run.join(format!("explain-{}", args.split.as_str())));
+    let options = runner::analysis::explain::Options { max_k: args.max_k, items: args.items, seed: args.seed };
+    let title = format!("{} ({} split): erasing the top-k tokens", args.run.display(), args.split.as_str());
+    dispatch(args.device, ExplainJob { run, split: split.sentences, qa: split.qa, options, out, title })
+}
+
+struct ExplainJob {
+    run: LoadedRun,
+    split: Vec<Sentence>,
+    qa: Option<Vec<QaItem>>,
+    options: runner::analysis::explain::Options,
+    out: PathBuf,
+    title: String,
+}
+
+impl Job for ExplainJob {
+    fn run<B: TrainBackend>(self, device: B::Device, _: &str) -> Result<()>
+    where
+        B::InnerBackend: SeqBackend,
+    {
+        use runner::analysis::explain;
+        let model = self.run.model::<B>(&device)?;
+        let inference = self.run.model::<B::InnerBackend>(&device)?;
+        let encoded = self.run.encode(&self.split, self.qa.as_deref());
+        let e = explain::explain(&model, &inference, &self.run.vocabs, &encoded, &self.options, &device)?;
+        if e.items.is_empty() {
+            anyhow::bail!("no prediction to explain in the {} sentences of the split", self.split.len());
+        }
+        explain::write(&self.out, &e, &self.title)?;
+        print!("{}", explain::summary(&e));
+        println!("wrote {}", self.out.display());
         Ok(())
     }
 }

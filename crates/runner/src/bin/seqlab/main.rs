@@ -115,6 +115,7 @@ fn main() {
                 BenchCommand::Predict(args) => bench::throughput(args, Workload::Predict),
             },
             Command::Heads(args) => commands::heads(args),
+            Command::Explain(args) => commands::explain(args),
             Command::HeadsSweep(args) => commands::heads_sweep(&args),
             Command::Visualize(args) => commands::visualize(args),
             Command::Score(args) => commands::score(&args),
