@@ -360,7 +360,8 @@ fn setting_of(dir: &Path) -> Result<BTreeMap<String, String>> {
 /// only when their configurations agree (apart from [`NOT_A_SETTING`]).
 /// Where they do not (runs made with different `--set` values and not
 /// renamed), each configuration becomes a setting of its own, named
-/// `name [key=value, …]` after the keys where they differ.
+/// `name [key=value, …]` after the keys where they differ (keys that only
+/// some of them have, from older versions of seqlab, are not compared).
 fn name_settings(runs: &mut [Run]) -> Result<()> {
     let settings: Vec<BTreeMap<String, String>> = runs.iter().map(|r| setting_of(&r.dir)).collect::<Result<_>>()?;
     let mut by_name: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
@@ -371,6 +372,8 @@ fn name_settings(runs: &mut [Run]) -> Result<()> {
         let differing: BTreeSet<&String> = members
             .iter()
             .flat_map(|&i| settings[i].keys())
+            // A key some configuration lacks (written by an older seqlab) says nothing.
+            .filter(|k| members.iter().all(|&j| settings[j].contains_key(*k)))
             .filter(|k| members.iter().any(|&j| settings[j].get(*k) != settings[members[0]].get(*k)))
             .collect();
         // A run folder without its configuration cannot say (older runs).
@@ -708,6 +711,13 @@ mod tests {
             ["qa [model.features.cue_dim=4]", "qa [model.features.cue_dim=4]", "qa [model.features.cue_dim=0]"]
         );
         assert_eq!(groups(&mixed).values().map(Vec::len).collect::<Vec<_>>(), [1, 2]);
+        // A key only one configuration has (an older seqlab's) is not a difference.
+        let mut older = vec![run("a", 1, 4, true), run("b", 2, 4, true)];
+        let config = older[1].dir.join(rundir::CONFIG);
+        let text = std::fs::read_to_string(&config).unwrap() + "[train]\nmax_minutes = 30\n";
+        std::fs::write(&config, text).unwrap();
+        name_settings(&mut older).unwrap();
+        assert!(older.iter().all(|r| r.summary.name == "qa"));
         // A run folder without its config.toml leaves the name alone.
         let mut old = vec![run("a", 1, 4, true), run("d", 2, 0, false)];
         name_settings(&mut old).unwrap();
