@@ -184,7 +184,8 @@ impl Example {
     /// [`Encoded::erased`] of the tagged sentence; a QA context's erased
     /// tokens also lose their match with the question (reading cues "no
     /// match", "no content-word match", "no letter or digit"; the cues that
-    /// describe the rest of the context or the question stay).
+    /// describe the rest of the context or the question stay, so an erased
+    /// matched word keeps its distance cue "this word").
     pub fn erased(&self, positions: &[usize]) -> Example {
         match self {
             Example::Plain(e) => Example::Plain(e.erased(positions)),

@@ -26,10 +26,15 @@ thread_local! {
 /// not: a model asked for gradients outside training (gradient × input)
 /// must read its input as it does at inference.
 pub fn disabled<R>(f: impl FnOnce() -> R) -> R {
-    let was = OFF.with(|o| o.replace(true));
-    let out = f();
-    OFF.with(|o| o.set(was));
-    out
+    /// Puts the flag back however `f` ends (a caught panic too).
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OFF.with(|o| o.set(self.0));
+        }
+    }
+    let _restore = Restore(OFF.with(|o| o.replace(true)));
+    f()
 }
 
 /// Reseeds this thread's dropout masks.
