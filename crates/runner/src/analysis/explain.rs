@@ -465,8 +465,9 @@ pub fn summary(e: &Explanation) -> String {
 
 /// Writes `items.csv` (one row per prediction and method: its AOPC and
 /// `P` after each erasure), `curves.csv` (mean drop per method and `k`),
-/// `curves.svg` (the same as a picture) and `summary.md` into `dir`.
-pub fn write(dir: &Path, e: &Explanation, title: &str) -> Result<()> {
+/// `curves.svg` (the same as a picture) and `summary.md` into `dir`;
+/// returns the summary's text ([`summary`]).
+pub fn write(dir: &Path, e: &Explanation, title: &str) -> Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut head: Vec<String> =
@@ -511,8 +512,9 @@ pub fn write(dir: &Path, e: &Explanation, title: &str) -> Result<()> {
     let axis = crate::report::html::Axis { desc: "tokens erased (k)", from: 0 };
     let svg = crate::report::html::line_chart_on(axis, title, "drop in P(prediction)", &lines, (None, None))?;
     corpus::io::write_atomic(&dir.join("curves.svg"), svg.into_bytes())?;
-    corpus::io::write_atomic(&dir.join("summary.md"), format!("# {title}\n\n{}", summary(e)).into_bytes())?;
-    Ok(())
+    let text = summary(e);
+    corpus::io::write_atomic(&dir.join("summary.md"), format!("# {title}\n\n{text}").into_bytes())?;
+    Ok(text)
 }
 
 #[cfg(test)]

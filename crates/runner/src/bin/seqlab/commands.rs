@@ -343,16 +343,16 @@ impl Job for ExplainJob {
     where
         B::InnerBackend: SeqBackend,
     {
+        use burn::module::AutodiffModule;
         use runner::analysis::explain;
         let model = self.run.model::<B>(&device)?;
-        let inference = self.run.model::<B::InnerBackend>(&device)?;
+        let inference = model.valid(); // the same weights, read once
         let encoded = self.run.encode(&self.split, self.qa.as_deref());
         let e = explain::explain(&model, &inference, &self.run.vocabs, &encoded, &self.options, &device)?;
         if e.items.is_empty() {
             anyhow::bail!("no prediction to explain in the {} sentences of the split", self.split.len());
         }
-        explain::write(&self.out, &e, &self.title)?;
-        print!("{}", explain::summary(&e));
+        print!("{}", explain::write(&self.out, &e, &self.title)?);
         println!("wrote {}", self.out.display());
         Ok(())
     }
