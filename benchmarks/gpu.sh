@@ -45,7 +45,7 @@
 #
 #   SEQLAB=target/release/seqlab benchmarks/gpu.sh      # a `--features cuda` build
 #   PATH=benchmarks/dry-run:$PATH DEVICE=cpu STEPS=3 LENGTHS=64 benchmarks/gpu.sh   # dry run, no GPU (~1 min)
-#   SEQLAB=target/release/seqlab DEVICE=wgpu benchmarks/gpu.sh   # a `--features wgpu` build
+#   SEQLAB=target/release/seqlab DEVICE=wgpu benchmarks/gpu.sh   # wgpu is a default feature
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SEQLAB=${SEQLAB:-target/release/seqlab}

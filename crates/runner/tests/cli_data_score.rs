@@ -184,13 +184,22 @@ fn qa_baseline_scores_a_split_and_writes_json() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no dev split"));
 }
 
-/// `--device wgpu` (or `cuda`) on a binary built without that backend names
-/// the command that builds one with it.
+/// `--device cuda` on a binary built without CUDA (the default build) names
+/// the command that builds one with it; so does `--device wgpu` on one
+/// built with `--no-default-features`.
 #[test]
-#[cfg(not(feature = "wgpu"))]
+#[cfg(not(all(feature = "cuda", feature = "wgpu")))]
 fn a_gpu_device_this_binary_lacks_names_the_rebuild() {
-    let o = seqlab(&["bench", "crf", "--device", "wgpu", "--batch", "2", "--len", "4", "--iters", "1"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
-    assert!(err.contains("built without wgpu") && err.contains("--features wgpu"), "{err}");
+    let missing: &[(&str, &str)] = &[
+        #[cfg(not(feature = "cuda"))]
+        ("cuda", "built without CUDA"),
+        #[cfg(not(feature = "wgpu"))]
+        ("wgpu", "built without wgpu"),
+    ];
+    for (device, says) in missing {
+        let o = seqlab(&["bench", "crf", "--device", device, "--batch", "2", "--len", "4", "--iters", "1"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{err}");
+        assert!(err.contains(says) && err.contains(&format!("--features {device}")), "{err}");
+    }
 }

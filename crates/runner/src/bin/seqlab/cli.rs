@@ -214,7 +214,7 @@ pub enum PrecisionArg {
 
 /// Compute device: `cpu` is burn-flex, `ndarray` burn-ndarray, `cuda`
 /// burn-cuda (built with `--features cuda`), `wgpu` burn-wgpu: Vulkan,
-/// Metal or DX12, whichever the machine has (built with `--features wgpu`).
+/// Metal or DX12, whichever the machine has (the default `wgpu` feature).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceArg {
     Cpu,
