@@ -17,7 +17,7 @@ test:
 # every operation and three reference models on burn-wgpu against the CPU.
 # `test` builds it and lists it as ignored: it needs a Vulkan, Metal or DX12
 # device; on a machine without a GPU, Mesa's software Vulkan driver
-# (`apt-get install mesa-vulkan-drivers`) runs it, slowly (25-50 minutes on 2 cores).
+# (`apt-get install mesa-vulkan-drivers`) runs it, slowly (about 50 minutes on 2 cores; CI runs it in three parts side by side, 34).
 test-wgpu:
     XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)} cargo test --workspace --locked --test wgpu_parity --test wgpu_train -- --ignored --nocapture
 

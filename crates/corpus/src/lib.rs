@@ -4,7 +4,7 @@
 //! [`tags`] (schemes, spans, conversion) → [`vocab`] (ids) → [`batch`]
 //! (length-bucketed, padded batches) … and back: predicted tags →
 //! [`score`] (conlleval-exact P/R/F1). [`toy`] generates small datasets,
-//! [`stats`] describes one; [`tokenization`] says how raw text is cut
+//! [`stats`] describes one, [`concat`] joins its sentences into long passages; [`tokenization`] says how raw text is cut
 //! into tokens; [`bigrams`] pairs each character with the next. [`qa::squad`] reads extractive-QA data (SQuAD
 //! JSON) and scores answers with the official exact match and token F1;
 //! [`qa::metric`] picks SQuAD's or CMRC 2018's metric for a dataset, and
@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod bigrams;
+pub mod concat;
 pub mod dataset;
 pub mod error;
 pub mod io;

@@ -75,6 +75,40 @@ fn toy_data_then_stats() {
     assert_eq!(std::fs::read(out.join("train.txt")).unwrap(), std::fs::read(again.join("train.txt")).unwrap());
 }
 
+/// `seqlab data concat` joins a split's sentences into passages of at most
+/// --max-len tokens: the same rows in the same order, blank lines only
+/// between passages; bad arguments are errors naming what was expected.
+#[test]
+fn data_concat_joins_sentences_into_long_passages() {
+    let dir = tempfile::tempdir().unwrap();
+    let toy = dir.path().join("toy");
+    stdout(&seqlab(&["data", "toy", "--out", toy.to_str().unwrap(), "--sentences", "50", "--seed", "3"]));
+    let (input, out) = (toy.join("test.txt"), dir.path().join("long.txt"));
+    let said = stdout(&seqlab(&[
+        "data",
+        "concat",
+        input.to_str().unwrap(),
+        "--max-len",
+        "40",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let blocks = |text: &str| -> Vec<Vec<String>> {
+        text.split("\n\n").filter(|b| !b.trim().is_empty()).map(|b| b.lines().map(String::from).collect()).collect()
+    };
+    let (before, after) =
+        (blocks(&std::fs::read_to_string(&input).unwrap()), blocks(&std::fs::read_to_string(&out).unwrap()));
+    assert!(after.len() < before.len(), "{} passages from {} sentences", after.len(), before.len());
+    assert_eq!(after.concat(), before.concat(), "the same rows in the same order");
+    assert!(after.iter().all(|p| p.len() <= 40), "every passage within 40 tokens");
+    assert!(said.contains(&format!("{} sentences joined into {} passages", before.len(), after.len())), "{said}");
+    let o = seqlab(&["data", "concat", input.to_str().unwrap(), "--max-len", "0", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--max-len must be at least 1"));
+    let missing = dir.path().join("missing.txt");
+    let o = seqlab(&["data", "concat", missing.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("missing.txt"));
+}
+
 #[test]
 fn split_qa_splits_by_article_and_bad_files_name_file_and_line() {
     let d = tempfile::tempdir().unwrap();

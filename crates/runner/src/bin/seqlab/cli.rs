@@ -164,6 +164,22 @@ pub enum DataCommand {
     /// Split a SQuAD-format file by article (no article in two parts) into
     /// OUT/train.json, OUT/dev.json and OUT/test.json, and print their counts.
     SplitQa(SplitQaArgs),
+    /// Join a column file's consecutive sentences (in file order, within a
+    /// document) into passages of at most --max-len tokens, rows unchanged:
+    /// a long test set for length extrapolation.
+    Concat(ConcatArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConcatArgs {
+    /// A column file (CoNLL, BMES): a dataset split.
+    pub file: PathBuf,
+    /// Tokens per passage at most (a longer sentence stays whole, alone).
+    #[arg(long, default_value_t = 512)]
+    pub max_len: usize,
+    /// Output file.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]

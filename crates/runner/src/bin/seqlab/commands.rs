@@ -3,7 +3,7 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, EvalArgs, ExplainArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs,
+    CompareArgs, ConcatArgs, EvalArgs, ExplainArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs,
     QaAttentionArgs, QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs,
     VisualizeArgs,
 };
@@ -465,6 +465,25 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             println!("note: type {label} occurs in {} but not in train", split.as_str());
         }
     }
+    Ok(())
+}
+
+pub fn concat(args: &ConcatArgs) -> Result<()> {
+    if args.max_len == 0 {
+        anyhow::bail!("--max-len must be at least 1");
+    }
+    let c = corpus::concat::concatenate_file(&args.file, &args.out, args.max_len)?;
+    println!(
+        "{}: {} sentences joined into {} passages of at most {} tokens (mean {:.1}, longest {}); \
+         {} sentences longer than that stay whole",
+        args.out.display(),
+        c.sentences,
+        c.passages.len(),
+        args.max_len,
+        c.mean_len(),
+        c.longest(),
+        c.too_long
+    );
     Ok(())
 }
 

@@ -123,6 +123,7 @@ fn main() {
                 DataCommand::Toy(args) => commands::toy(&args),
                 DataCommand::Stats(args) => commands::stats(&args),
                 DataCommand::SplitQa(args) => commands::split_qa(&args),
+                DataCommand::Concat(args) => commands::concat(&args),
             },
             Command::Tokenizer { command } => match command {
                 TokenizerCommand::Train(args) => commands::train_tokenizer(&args),
