@@ -115,6 +115,32 @@ _qa-fusion-compare DATA:
     for r in experiments/runs/qa-fusion/$(basename {{DATA}})/*/; do [ -s $r/shuffled.test.json ] || {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
     {{seqlab}} compare experiments/runs/qa-fusion/$(basename {{DATA}})/* --out experiments/qa/fusion-$(basename {{DATA}})
 
+# Which position bias (experiments/positions.md): attention-relative-crf.toml
+# changed in its position only, each of POSITIONS × SEEDS on DATA, named
+# NAME-POSITION, two runs side by side at one thread each, in
+# experiments/runs/positions/NAME/ (finished runs are kept), for example
+#   just position-experiments ../shared/datasets/resume-ner resume "1 2 3"
+# Train the position biases side by side, then seqlab compare into experiments/positions/NAME/.
+position-experiments DATA NAME SEEDS="1 2 3" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA)
+    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set name={{NAME}}-$0'
+    {{seqlab}} compare $(for p in {{POSITIONS}}; do ls -d experiments/runs/positions/{{NAME}}/{{NAME}}-$p-s*; done) --out experiments/positions/{{NAME}}
+
+# Length extrapolation (experiments/positions.md): the same taggers trained on
+# windows of at most 64 tokens (data.max_len = 64; named NAME-POSITION-len64),
+# then scored on the whole test sentences and on the test set joined into
+# passages of at most 512 tokens (seqlab data concat, in datasets/NAME-concat512/).
+# Each run gets whole.test.json and concat512.test.json.
+position-extrapolation DATA NAME SEEDS="1" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA)
+    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0-len64-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set data.max_len=64 --set name={{NAME}}-$0-len64'
+    mkdir -p datasets/{{NAME}}-concat512
+    for f in {{DATA}}/*; do case $(basename $f) in test*) {{seqlab}} data concat $f --max-len 512 --out datasets/{{NAME}}-concat512/$(basename $f);; README*) ;; *) cp $f datasets/{{NAME}}-concat512/;; esac; done
+    for r in experiments/runs/positions/{{NAME}}/{{NAME}}-*-len64-s*/; do {{seqlab}} eval --run $r --split test --max-len 0 --json > $r/whole.test.json && {{seqlab}} eval --run $r --data datasets/{{NAME}}-concat512 --split test --max-len 0 --json > $r/concat512.test.json; done
+
+# Is attention an explanation? (experiments/explain.md) seqlab explain on a
+# trained run's test split, into experiments/explain/NAME/.
+explain RUN NAME ITEMS="500" *ARGS:
+    {{seqlab}} --threads 1 explain --run {{RUN}} --split test --items {{ITEMS}} --max-k 10 --out experiments/explain/{{NAME}} {{ARGS}}
+
 # Head-count sweep: the attention-CRF (attention-crf.toml) at d_model D_MODEL
 # for every heads count in HEADS × attention dropout in DROPOUTS × training-set
 # size in SIZES (sentences, a subset fixed by the seed; 0 = all) × seed in
@@ -175,6 +201,12 @@ bench-throughput DATA="" *ARGS:
 bench-vs-pytorch DATA="" ROUNDS="5" THREADS="2":
     cargo build --release --locked -p runner
     DATA="{{DATA}}" ROUNDS={{ROUNDS}} THREADS={{THREADS}} benchmarks/vs-pytorch.sh
+
+# Each position bias's tokens/s (train and predict) on DATA's training
+# batches, in rotating order (experiments/positions.md).
+bench-positions DATA="../shared/datasets/resume-ner" ROUNDS="3" THREADS="1":
+    cargo build --release --locked -p runner
+    ROUNDS={{ROUNDS}} THREADS={{THREADS}} benchmarks/positions.sh target/release/seqlab {{DATA}}
 
 # Every benchmark with its defaults.
 bench: bench-crf bench-attention bench-memory bench-throughput
