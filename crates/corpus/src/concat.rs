@@ -4,7 +4,9 @@
 //! Every row (token and tags) is kept as it was, so entities stay whole and
 //! the passages score as the sentences do; only the lengths change. A
 //! sentence already longer than `max_len` becomes a passage by itself and
-//! is counted.
+//! is counted. Two sentences are never joined where the second's first tag
+//! would continue the first's last entity (IOB1, as in the CoNLL-2003
+//! files: `I-X` after an entity), which would merge two entities into one.
 
 use crate::error::Result;
 use crate::io::{read_text, write_atomic};
@@ -45,20 +47,31 @@ impl Concatenated {
 
 /// Joins consecutive `sentences` greedily: a sentence goes into the
 /// current passage while the passage stays within `max_len` tokens and in
-/// the same document, else it starts the next one.
+/// the same document, and its first tag does not continue the passage's
+/// last entity; else it starts the next one.
 pub fn concatenate(sentences: &[RawSentence], max_len: usize) -> Concatenated {
     let mut passages: Vec<RawSentence> = Vec::new();
     let mut too_long = 0;
     for s in sentences {
         too_long += usize::from(s.rows.len() > max_len);
         match passages.last_mut() {
-            Some(p) if p.doc == s.doc && p.rows.len() + s.rows.len() <= max_len => {
+            Some(p) if p.doc == s.doc && p.rows.len() + s.rows.len() <= max_len && !continues(p, s) => {
                 p.rows.extend(s.rows.iter().cloned())
             }
             _ => passages.push(s.clone()),
         }
     }
     Concatenated { passages, sentences: sentences.len(), too_long }
+}
+
+/// Whether `next`'s first tag (the last column) would read as part of an
+/// entity `prev` ends with: `I-…` after any tag but `O`.
+fn continues(prev: &RawSentence, next: &RawSentence) -> bool {
+    fn tag(row: Option<&Vec<String>>) -> Option<&str> {
+        row.and_then(|r| r.last()).map(String::as_str)
+    }
+    matches!(tag(prev.rows.last()), Some(t) if t != "O")
+        && matches!(tag(next.rows.first()), Some(t) if t.starts_with("I-"))
 }
 
 /// Reads the column file `input`, joins its sentences into passages of at
@@ -100,6 +113,26 @@ mod tests {
         let got: Vec<Vec<&str>> = c.passages.iter().map(words).collect();
         assert_eq!(got, vec![vec!["a"], vec!["b"], vec!["c", "d", "e", "f"], vec!["g"]]);
         assert_eq!(c.too_long, 1);
+    }
+
+    #[test]
+    fn an_iob1_entity_at_a_sentence_end_is_not_continued_by_the_next_sentence() {
+        let tagged = |rows: &[(&str, &str)]| RawSentence {
+            line: 1,
+            doc: 0,
+            rows: rows.iter().map(|(w, t)| vec![w.to_string(), t.to_string()]).collect(),
+        };
+        let s = [
+            tagged(&[("in", "O"), ("Bonn", "I-LOC")]),
+            tagged(&[("Paris", "I-LOC"), ("won", "O")]),
+            tagged(&[("Rome", "I-LOC")]),
+            tagged(&[("Oslo", "B-LOC")]),
+        ];
+        let c = concatenate(&s, 10);
+        let got: Vec<Vec<&str>> = c.passages.iter().map(words).collect();
+        // "Paris" would extend "Bonn" into one entity; "Rome" follows an O
+        // and "Oslo" begins its own entity, so both may join.
+        assert_eq!(got, vec![vec!["in", "Bonn"], vec!["Paris", "won", "Rome", "Oslo"]]);
     }
 
     #[test]
