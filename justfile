@@ -121,8 +121,7 @@ _qa-fusion-compare DATA:
 # experiments/runs/positions/NAME/ (finished runs are kept), for example
 #   just position-experiments ../shared/datasets/resume-ner resume "1 2 3"
 # Train the position biases side by side, then seqlab compare into experiments/positions/NAME/.
-position-experiments DATA NAME SEEDS="1 2 3" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA)
-    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set name={{NAME}}-$0'
+position-experiments DATA NAME SEEDS="1 2 3" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA) (_position-runs DATA NAME SEEDS POSITIONS "")
     {{seqlab}} compare $(for p in {{POSITIONS}}; do ls -d experiments/runs/positions/{{NAME}}/{{NAME}}-$p-s*; done) --out experiments/positions/{{NAME}}
 
 # Length extrapolation (experiments/positions.md): the same taggers trained on
@@ -130,11 +129,16 @@ position-experiments DATA NAME SEEDS="1 2 3" POSITIONS="relative rope alibi t5 s
 # then scored on the whole test sentences and on the test set joined into
 # passages of at most 512 tokens (seqlab data concat, in datasets/NAME-concat512/).
 # Each run gets whole.test.json and concat512.test.json.
-position-extrapolation DATA NAME SEEDS="1" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA)
-    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0-len64-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set data.max_len=64 --set name={{NAME}}-$0-len64'
+position-extrapolation DATA NAME SEEDS="1" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA) (_position-runs DATA NAME SEEDS POSITIONS "-len64" "--set data.max_len=64")
     mkdir -p datasets/{{NAME}}-concat512
     for f in {{DATA}}/*; do case $(basename $f) in test*) {{seqlab}} data concat $f --max-len 512 --out datasets/{{NAME}}-concat512/$(basename $f);; README*) ;; *) cp $f datasets/{{NAME}}-concat512/;; esac; done
     for r in experiments/runs/positions/{{NAME}}/{{NAME}}-*-len64-s*/; do {{seqlab}} eval --run $r --split test --max-len 0 --json > $r/whole.test.json && {{seqlab}} eval --run $r --data datasets/{{NAME}}-concat512 --split test --max-len 0 --json > $r/concat512.test.json; done
+
+# attention-relative-crf.toml with each position in POSITIONS × SEEDS on DATA,
+# named NAME-POSITION{SUFFIX}, with the extra --set options SETS; two runs
+# side by side at one thread each; finished runs are kept.
+_position-runs DATA NAME SEEDS POSITIONS SUFFIX *SETS:
+    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0{{SUFFIX}}-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set name={{NAME}}-$0{{SUFFIX}} {{SETS}}'
 
 # Is attention an explanation? (experiments/explain.md) seqlab explain on a
 # trained run's test split, into experiments/explain/NAME/.
