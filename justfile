@@ -21,6 +21,14 @@ test:
 test-wgpu:
     XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)} cargo test --workspace --locked --test wgpu_parity --test wgpu_train -- --ignored --nocapture
 
+# CI runs it after `test`: .ci/slurm installs slurm-wlm and munge when missing
+# and starts them (root), a 4-run toy grid runs as a job array, and the daemons
+# are stopped.
+# seqlab sweep --on slurm on a single-node Slurm on localhost.
+test-slurm:
+    .ci/slurm start
+    cargo test --workspace --locked --test sweep_e2e -- --ignored; rc=$?; .ci/slurm stop; exit $rc
+
 # Fuzz the readers (column, score, vectors, vocab, dataset.toml) and the config
 # parser for SECONDS each (two targets at a time); each prints how many inputs it tried.
 fuzz SECONDS="600":
@@ -75,90 +83,92 @@ train-qa-coattention DATA=squad *ARGS: (_qa DATA)
 qa-baseline DATA=squad: (_qa DATA)
     {{seqlab}} qa baseline --data {{DATA}} --split test
 
-# The QA comparison (experiments/qa.md): qa-cross and qa-concat-self
-# × seeds 1–5 (paired), qa-concat-self-deep and qa-bilstm × seeds 1–3, two runs
-# side by side at one thread each (runs in experiments/runs/qa/); then the
-# question-shuffle ablation of every run, the baselines, the attention share of
-# the concatenating runs, attention pictures of a dev question (context →
+# Every published grid of runs is a file of experiments/grids/ (docs/sweeps.md;
+# finished runs are skipped, interrupted ones resumed), for example
+#   just sweep positions-resume
+#   just sweep qa-fusion-squad --on slurm --partition cpu --time 2:00:00
+# Train the grid experiments/grids/GRID.toml: on this machine, or --on slurm as a job array.
+sweep GRID *ARGS:
+    {{seqlab}} sweep experiments/grids/{{GRID}}.toml {{ARGS}}
+
+# The QA comparison (experiments/qa.md): the grid experiments/grids/qa.toml
+# (qa-cross and qa-concat-self × seeds 1–5, qa-concat-self-deep and qa-bilstm
+# × seeds 1–3, runs in experiments/runs/qa/); then the question-shuffle
+# ablation of every run, the baselines, the attention share of the
+# concatenating runs, attention pictures of a dev question (context →
 # question) for cross and concat, and seqlab compare (bootstrap intervals of every pair).
-qa-experiments DATA=squad: (_qa DATA)
-    for s in 1 2 3 4 5; do {{seqlab}} train --config experiments/configs/qa-cross.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-cross-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-concat-self.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-s$s --quiet & wait; done
-    for s in 1 2 3; do {{seqlab}} train --config experiments/configs/qa-concat-self-deep.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-concat-self-deep-s$s --quiet & {{seqlab}} train --config experiments/configs/qa-bilstm.toml --data {{DATA}} --seed $s --threads 1 --out experiments/runs/qa/qa-bilstm-s$s --quiet & wait; done
-    for r in experiments/runs/qa/*/; do {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
+qa-experiments: (_qa squad)
+    {{seqlab}} sweep experiments/grids/qa.toml
+    for r in experiments/runs/qa/*/; do [ -f $r/summary.json ] && {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
     mkdir -p experiments/qa
-    {{seqlab}} qa baseline --data {{DATA}} --split test --out experiments/qa/baselines.json
+    {{seqlab}} qa baseline --data {{squad}} --split test --out experiments/qa/baselines.json
     for r in experiments/runs/qa/qa-concat-self-s1 experiments/runs/qa/qa-concat-self-deep-s1; do {{seqlab}} qa attention --run $r --split dev; done
     for r in qa-cross-s1 qa-concat-self-s1; do {{seqlab}} visualize --run experiments/runs/qa/$r --split dev --sentence 0 --out experiments/qa/pictures/$r; done
-    {{seqlab}} compare experiments/runs/qa/* --out experiments/qa
+    {{seqlab}} compare experiments/runs/qa --out experiments/qa
 
-# Cross-attention at its best (experiments/qa.md): each reader in CONFIGS
-# (by default BiDAF's attention flow, DCN's co-attention and their
-# concatenation match, the 3-layer BiLSTM reader over question [SEP] context;
-# add qa-cross and qa-concat-self for the one-way pair) × SEEDS on DATA (the
-# SQuAD split, or datasets/cmrc-split for CMRC 2018), for example
-#   just qa-fusion-experiments datasets/cmrc-split "1 2 3" "qa-bidaf qa-coattention qa-bilstm qa-cross qa-concat-self"
-# Two runs side by side at one thread each, in experiments/runs/qa-fusion/NAME/
-# (NAME the data folder's name; finished runs are kept); then the
-# question-shuffle ablation of each run and seqlab compare (paired bootstrap
-# intervals) into experiments/qa/fusion-NAME/.
-qa-fusion-experiments DATA=squad SEEDS="1 2 3 4 5" CONFIGS="qa-bidaf qa-coattention qa-bilstm": (_qa DATA) && (_qa-fusion-compare DATA)
-    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet'
+# Cross-attention at its best (experiments/qa.md): on the SQuAD split
+# (DATA=squad, the grid qa-fusion-squad.toml: BiDAF's attention flow, DCN's
+# co-attention and their concatenation match, the 3-layer BiLSTM reader over
+# question [SEP] context, seeds 1–5) or on CMRC 2018 (DATA=datasets/cmrc-split,
+# qa-fusion-cmrc.toml: the same and the one-way Transformer pair, seeds 1–3),
+# runs in experiments/runs/qa-fusion/NAME/ (NAME the data folder's name); then
+# the question-shuffle ablation of each run and seqlab compare (paired
+# bootstrap intervals) into experiments/qa/fusion-NAME/.
+qa-fusion-experiments DATA=squad: (_qa DATA) && (_qa-fusion-compare DATA)
+    {{seqlab}} sweep experiments/grids/qa-fusion-$(basename {{DATA}} -split).toml
 
-# The input cues' ablation (experiments/qa.md): CONFIGS × SEEDS on DATA with
-# the reading cues, DrQA's exact match and its aligned question embedding off
-# (cue_dim = aligned_dim = question_match_dim = 0), named CONFIG-nocues (runs CONFIG-nocues-sS beside
-# the runs of qa-fusion-experiments); then the shuffle ablation and compare.
-qa-cue-ablation DATA=squad SEEDS="1 2 3" CONFIGS="qa-bidaf qa-bilstm": (_qa DATA) && (_qa-fusion-compare DATA)
-    for s in {{SEEDS}}; do for c in {{CONFIGS}}; do echo "$c $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/qa-fusion/$(basename {{DATA}})/$0-nocues-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/$0.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.features.cue_dim=0 --set model.features.aligned_dim=0 --set model.features.question_match_dim=0 --set name=$0-nocues'
+# The input cues' ablation (experiments/qa.md): the grid qa-cues.toml, BiDAF
+# and the BiLSTM concat reader × seeds 1–3 with the reading cues, DrQA's exact
+# match and its aligned question embedding off (cue_dim = aligned_dim =
+# question_match_dim = 0), runs CONFIG-nocues-sS beside the runs of
+# qa-fusion-experiments; then the shuffle ablation and compare.
+qa-cue-ablation: (_qa squad) && (_qa-fusion-compare squad)
+    {{seqlab}} sweep experiments/grids/qa-cues.toml
 
 _qa-fusion-compare DATA:
-    for r in experiments/runs/qa-fusion/$(basename {{DATA}})/*/; do [ -s $r/shuffled.test.json ] || {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
-    {{seqlab}} compare experiments/runs/qa-fusion/$(basename {{DATA}})/* --out experiments/qa/fusion-$(basename {{DATA}})
+    for r in experiments/runs/qa-fusion/$(basename {{DATA}})/*/; do [ ! -f $r/summary.json ] || [ -s $r/shuffled.test.json ] || {{seqlab}} eval --run $r --split test --shuffle-questions --json > $r/shuffled.test.json; done
+    {{seqlab}} compare experiments/runs/qa-fusion/$(basename {{DATA}}) --out experiments/qa/fusion-$(basename {{DATA}})
 
-# Which position bias (experiments/positions.md): attention-relative-crf.toml
-# changed in its position only, each of POSITIONS × SEEDS on DATA, named
-# NAME-POSITION, two runs side by side at one thread each, in
-# experiments/runs/positions/NAME/ (finished runs are kept), for example
-#   just position-experiments ../shared/datasets/resume-ner resume "1 2 3"
-# Train the position biases side by side, then seqlab compare into experiments/positions/NAME/.
-position-experiments DATA NAME SEEDS="1 2 3" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA) (_position-runs DATA NAME SEEDS POSITIONS "")
-    {{seqlab}} compare $(for p in {{POSITIONS}}; do ls -d experiments/runs/positions/{{NAME}}/{{NAME}}-$p-s*; done) --out experiments/positions/{{NAME}}
+# Which position bias (experiments/positions.md): the grid
+# experiments/grids/positions-NAME.toml (attention-relative-crf.toml changed in
+# its position only, each position × seeds 1–3; NAME resume or conll), runs in
+# experiments/runs/positions/NAME/, seqlab compare into experiments/positions/NAME/.
+# Which position bias: the grid positions-NAME.toml (NAME resume or conll).
+position-experiments NAME:
+    {{seqlab}} sweep experiments/grids/positions-{{NAME}}.toml
 
-# Length extrapolation (experiments/positions.md): the same taggers trained on
-# windows of at most 64 tokens (data.max_len = 64; named NAME-POSITION-len64),
-# then scored on the whole test sentences and on the test set joined into
-# passages of at most 512 tokens (seqlab data concat, in datasets/NAME-concat512/).
+# Length extrapolation (experiments/positions.md): the grid
+# positions-NAME-len64.toml (the same taggers trained on windows of at most 64
+# tokens, data.max_len = 64; runs NAME-POSITION-len64-sS), then each scored on
+# the whole test sentences of DATA and on its test set joined into passages of
+# at most 512 tokens (seqlab data concat, in datasets/NAME-concat512/).
 # Each run gets whole.test.json and concat512.test.json.
-position-extrapolation DATA NAME SEEDS="1" POSITIONS="relative rope alibi t5 sinusoidal learned": (_data DATA) (_position-runs DATA NAME SEEDS POSITIONS "-len64" "--set data.max_len=64")
+# Length extrapolation: train on 64-token windows, test on whole sentences and 512-token passages.
+position-extrapolation NAME="resume" DATA="../shared/datasets/resume-ner":
+    {{seqlab}} sweep experiments/grids/positions-{{NAME}}-len64.toml
     mkdir -p datasets/{{NAME}}-concat512
     for f in {{DATA}}/*; do case $(basename $f) in test*) {{seqlab}} data concat $f --max-len 512 --out datasets/{{NAME}}-concat512/$(basename $f);; README*) ;; *) cp $f datasets/{{NAME}}-concat512/;; esac; done
     for r in experiments/runs/positions/{{NAME}}/{{NAME}}-*-len64-s*/; do {{seqlab}} eval --run $r --split test --max-len 0 --json > $r/whole.test.json && {{seqlab}} eval --run $r --data datasets/{{NAME}}-concat512 --split test --max-len 0 --json > $r/concat512.test.json; done
-
-# attention-relative-crf.toml with each position in POSITIONS × SEEDS on DATA,
-# named NAME-POSITION{SUFFIX}, with the extra --set options SETS; two runs
-# side by side at one thread each; finished runs are kept.
-_position-runs DATA NAME SEEDS POSITIONS SUFFIX *SETS:
-    for s in {{SEEDS}}; do for p in {{POSITIONS}}; do echo "$p $s"; done; done | xargs -P 2 -L 1 sh -c 'o=experiments/runs/positions/{{NAME}}/{{NAME}}-$0{{SUFFIX}}-s$1; [ -f $o/summary.json ] || {{seqlab}} train --config experiments/configs/attention-relative-crf.toml --data {{DATA}} --seed $1 --threads 1 --out $o --quiet --set model.encoder.attention.position=$0 --set name={{NAME}}-$0{{SUFFIX}} {{SETS}}'
 
 # Is attention an explanation? (experiments/explain.md) seqlab explain on a
 # trained run's test split, into experiments/explain/NAME/.
 explain RUN NAME ITEMS="500" *ARGS:
     {{seqlab}} --threads 1 explain --run {{RUN}} --split test --items {{ITEMS}} --max-k 10 --out experiments/explain/{{NAME}} {{ARGS}}
 
-# Head-count sweep: the attention-CRF (attention-crf.toml) at d_model D_MODEL
-# for every heads count in HEADS × attention dropout in DROPOUTS × training-set
-# size in SIZES (sentences, a subset fixed by the seed; 0 = all) × seed in
-# SEEDS, to convergence (early stopping); then one set of attention pictures per
+# Head-count sweep: the grid experiments/grids/heads-GRID.toml (the
+# attention-CRF, attention-crf.toml, at one d_model with each heads count ×
+# attention dropout × training-set size × seed, to convergence; runs in
+# experiments/runs/heads-sweep/GRID/); then one set of attention pictures per
 # setting (seed 1, test sentence $SENTENCE, default 0, focus on token $FOCUS,
-# default the first) under experiments/heads-sweep{NAME}/, and the table in OUT.
-# Runs go to experiments/runs/heads-sweep/d{D_MODEL}{NAME}/; NAME keeps
-# another dataset's sweep apart. The issue-25 grids (little data):
-#   just sweep-heads ../shared/datasets/resume-ner 512 "8 4 2" "0 0.1" "300 1000 0"
-#   just sweep-heads ../shared/datasets/conll2003 512 "8 4 2" "0 0.1" 1000 "1 2 3" experiments/heads-sweep-conll-d512.md -conll
-sweep-heads DATA=toy D_MODEL="256" HEADS="1 2 4 8" DROPOUTS="0.1" SIZES="0" SEEDS="1 2 3" OUT="experiments/heads-sweep.md" NAME="" *ARGS: (_data DATA)
-    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do {{seqlab}} train --config experiments/configs/attention-crf.toml --data {{DATA}} --seed $s --set data.train_sentences=$n --set model.encoder.attention.d_model={{D_MODEL}} --set model.encoder.attention.heads=$h --set model.encoder.attention.attention_dropout=$d --out experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s$s --quiet {{ARGS}}; done; done; done; done
-    for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do l=$([ $n = 0 ] && echo all || echo $n); {{seqlab}} visualize --run experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s1 --sentence {{env_var_or_default("SENTENCE", "0")}} --focus {{env_var_or_default("FOCUS", "0")}} --out experiments/heads-sweep{{NAME}}/n$l-h$h-d$d; done; done; done
-    {{seqlab}} heads-sweep $(for n in {{SIZES}}; do for h in {{HEADS}}; do for d in {{DROPOUTS}}; do for s in {{SEEDS}}; do echo experiments/runs/heads-sweep/d{{D_MODEL}}{{NAME}}/n$n-h$h-d$d-s$s; done; done; done; done) --pictures experiments/heads-sweep{{NAME}} --out {{OUT}}
+# default the first) under PICTURES/, and the table in OUT. The published grids:
+#   SENTENCE=27 FOCUS=0 just sweep-heads resume-d512 experiments/heads-sweep experiments/heads-sweep-d512.md
+#   SENTENCE=13 FOCUS=0 just sweep-heads conll-d512 experiments/heads-sweep-conll experiments/heads-sweep-conll-d512.md
+#   SENTENCE=27 just sweep-heads resume-d256 experiments/heads-sweep experiments/heads-sweep.md
+# Head-count sweep of experiments/grids/heads-GRID.toml, its pictures and its table.
+sweep-heads GRID PICTURES OUT:
+    {{seqlab}} sweep experiments/grids/heads-{{GRID}}.toml
+    for r in experiments/runs/heads-sweep/{{GRID}}/*-s1/; do n=$(basename $r); {{seqlab}} visualize --run $r --sentence {{env_var_or_default("SENTENCE", "0")}} --focus {{env_var_or_default("FOCUS", "0")}} --out {{PICTURES}}/${n%-s1}; done
+    {{seqlab}} heads-sweep experiments/runs/heads-sweep/{{GRID}} --pictures {{PICTURES}} --out {{OUT}}
 
 # Compare every run under experiments/runs (writes experiments/comparison.{md,csv}, dev-f1.svg).
 compare *RUNS:

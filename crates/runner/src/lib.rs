@@ -24,6 +24,8 @@
 //! - [`analysis`]: heads, attention maps, pictures, the head sweep.
 //! - [`report`]: `seqlab compare`, its HTML page, QA bootstrap.
 //! - [`bench`]: benchmarks, memory and kernel counting.
+//! - [`sweep`]: grids of runs, as `seqlab train` processes on this machine
+//!   or as a Slurm job array, then [`report`]'s comparison of them.
 //! - [`reporter`]: how results and messages leave the library.
 
 pub mod analysis;
@@ -32,6 +34,7 @@ pub mod infer;
 pub mod report;
 pub mod reporter;
 pub mod setup;
+pub mod sweep;
 #[cfg(test)]
 mod testing;
 pub mod train;

@@ -95,8 +95,9 @@ fn read_run(dir: &Path) -> Result<SweepRun> {
 /// links to the pictures under `pictures` (`h<N>/`) if given; returns it.
 pub fn run(runs_dirs: &[PathBuf], out: &Path, pictures: Option<&Path>) -> Result<String> {
     if runs_dirs.is_empty() {
-        bail!("give the run folders of the sweep");
+        bail!("give the run folders of the sweep (or its sweep folder)");
     }
+    let runs_dirs = &rundir::expand_run_folders(runs_dirs);
     let runs: Vec<SweepRun> = runs_dirs.iter().map(|d| read_run(d)).collect::<Result<_>>()?;
     for (r, dir) in runs.iter().zip(runs_dirs) {
         if r.d_model != runs[0].d_model || r.dataset != runs[0].dataset {

@@ -71,7 +71,7 @@ impl Run {
 
 fn find_runs(runs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     if !runs.is_empty() {
-        return Ok(runs.to_vec());
+        return Ok(rundir::expand_run_folders(runs));
     }
     let root = rundir::runs_root();
     let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {

@@ -108,6 +108,33 @@ impl Drop for RunLock {
     }
 }
 
+/// `paths` with each folder of runs (a sweep's) replaced by its finished runs.
+pub fn expand_run_folders(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().flat_map(|p| runs_in(p)).collect()
+}
+
+/// `dir` when it is a run; a folder that is not a run but holds finished
+/// runs (a sweep's) gives those, sorted; anything else is kept (and read as
+/// a run, which names what is missing).
+fn runs_in(dir: &Path) -> Vec<PathBuf> {
+    if dir.join(SUMMARY).is_file() || dir.join(CONFIG).is_file() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut inside: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(SUMMARY).is_file())
+        .collect();
+    inside.sort();
+    if inside.is_empty() {
+        vec![dir.to_path_buf()]
+    } else {
+        inside
+    }
+}
+
 /// Where runs live by default.
 pub fn runs_root() -> PathBuf {
     PathBuf::from("experiments/runs")

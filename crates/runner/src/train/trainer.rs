@@ -220,7 +220,7 @@ where
         let bar = if self.opts.quiet {
             crate::reporter::Silent.progress(0, "")
         } else {
-            self.opts.reporter.progress(batches.len() as u64, &format!("{epoch}/{}", t.epochs))
+            self.opts.reporter.progress(batches.len() as u64, &format!("epoch {epoch}/{}", t.epochs))
         };
         bar.set_position(so_far.batches as u64);
         let started = Instant::now();

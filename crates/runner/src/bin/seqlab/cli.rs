@@ -32,6 +32,11 @@ pub enum Command {
     Predict(PredictArgs),
     /// Compare runs: experiments/comparison.md, .csv and a dev-F1 plot.
     Compare(CompareArgs),
+    /// Train a grid of runs (GRID.toml: configs × datasets × seeds × axes of
+    /// --set values) into one sweep folder, on this machine or as a Slurm
+    /// job array: finished runs are skipped, interrupted ones resumed; then a
+    /// table of the runs and seqlab compare of them (report.html).
+    Sweep(SweepArgs),
     /// Micro-benchmarks.
     Bench {
         #[command(subcommand)]
@@ -342,7 +347,7 @@ pub struct VisualizeArgs {
 
 #[derive(Args, Debug)]
 pub struct HeadsSweepArgs {
-    /// The sweep's run folders.
+    /// The sweep's run folders, or its sweep folder (`seqlab sweep`'s `out`).
     pub runs: Vec<PathBuf>,
     #[arg(long, default_value = "experiments/heads-sweep.md")]
     pub out: PathBuf,
@@ -489,8 +494,56 @@ pub struct PredictArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The grid file (format: docs/sweeps.md; examples in experiments/grids/).
+    pub grid: PathBuf,
+    /// Where the runs go: this machine, or a Slurm job array.
+    #[arg(long, value_enum, default_value = "local")]
+    pub on: OnArg,
+    /// List the runs, their state and command (and the batch script) without starting any.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The sweep folder (replaces the grid's `out`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Runs side by side on this machine (replaces the grid's `lanes`).
+    #[arg(long)]
+    pub lanes: Option<usize>,
+    /// Threads of each run, and Slurm CPUs per task (replaces the grid's `threads`).
+    #[arg(long)]
+    pub threads_per_run: Option<usize>,
+    /// Train only this run of the grid, in the foreground (what each Slurm task does).
+    #[arg(long, value_name = "NAME")]
+    pub run: Option<String>,
+    /// Slurm partition (sbatch --partition).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Slurm time limit of each run (sbatch --time, e.g. 2:00:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Slurm generic resources of each run (default gpu:1 for --device cuda or wgpu in the grid).
+    #[arg(long)]
+    pub gres: Option<String>,
+    /// At most this many runs at once on Slurm (--array=…%N).
+    #[arg(long)]
+    pub max_parallel: Option<usize>,
+    /// Another sbatch option, as written on its command line (repeatable): --sbatch-arg=--mem=8G.
+    #[arg(long = "sbatch-arg", value_name = "OPTION", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// Seconds between two looks at the Slurm queue.
+    #[arg(long, default_value_t = 5.0)]
+    pub poll: f64,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnArg {
+    Local,
+    Slurm,
+}
+
+#[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Run folders (default: every run under experiments/runs).
+    /// Run folders, or folders of runs such as a sweep's (default: every run under experiments/runs).
     pub runs: Vec<PathBuf>,
     /// Where comparison.md, comparison.csv and dev-f1.svg go.
     #[arg(long, default_value = "experiments")]

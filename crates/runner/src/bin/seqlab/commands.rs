@@ -3,9 +3,9 @@
 
 use crate::backend::{dispatch, Job};
 use crate::cli::{
-    CompareArgs, ConcatArgs, EvalArgs, ExplainArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OutputFormat, PredictArgs,
-    QaAttentionArgs, QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, TokenizerTrainArgs, ToyArgs, TrainArgs,
-    VisualizeArgs,
+    CompareArgs, ConcatArgs, EvalArgs, ExplainArgs, HeadsArgs, HeadsSweepArgs, InputFormat, OnArg, OutputFormat,
+    PredictArgs, QaAttentionArgs, QaBaselineArgs, ScoreArgs, SplitQaArgs, StatsArgs, SweepArgs, TokenizerTrainArgs,
+    ToyArgs, TrainArgs, VisualizeArgs,
 };
 use crate::console::Console;
 use anyhow::{Context, Result};
@@ -420,6 +420,34 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let files: Vec<String> = w.files.iter().map(|f| f.display().to_string()).collect();
     eprintln!("wrote {}", files.join(", "));
     Ok(())
+}
+
+pub fn sweep(args: SweepArgs) -> Result<()> {
+    if !(args.poll > 0.0 && args.poll.is_finite()) {
+        anyhow::bail!("--poll must be a number of seconds above 0");
+    }
+    let req = runner::sweep::SweepRequest {
+        grid: args.grid,
+        out: args.out,
+        on: match args.on {
+            OnArg::Local => runner::sweep::On::Local,
+            OnArg::Slurm => runner::sweep::On::Slurm,
+        },
+        dry_run: args.dry_run,
+        lanes: args.lanes,
+        threads: args.threads_per_run,
+        run: args.run,
+        slurm: runner::sweep::grid::SlurmSpec {
+            partition: args.partition,
+            time: args.time,
+            gres: args.gres,
+            max_parallel: args.max_parallel,
+            extra: args.sbatch_args,
+        },
+        poll: std::time::Duration::from_secs_f64(args.poll),
+        exe: std::env::current_exe().context("the path of the seqlab binary")?,
+    };
+    runner::sweep::sweep(&req, &Console)
 }
 
 pub fn heads_sweep(args: &HeadsSweepArgs) -> Result<()> {

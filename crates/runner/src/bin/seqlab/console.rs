@@ -18,7 +18,7 @@ impl Reporter for Console {
     fn progress(&self, len: u64, prefix: &str) -> Box<dyn Progress> {
         let bar = ProgressBar::new(len);
         bar.set_style(
-            ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg} ({eta})")
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({eta})")
                 .expect("valid template")
                 .progress_chars("=> "),
         );

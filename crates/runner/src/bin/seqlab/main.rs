@@ -107,6 +107,7 @@ fn main() {
             Command::Eval(args) => commands::eval(args),
             Command::Predict(args) => commands::predict(args),
             Command::Compare(args) => commands::compare(&args),
+            Command::Sweep(args) => commands::sweep(args),
             Command::Bench { command } => match command {
                 BenchCommand::Crf(args) => bench::crf(args),
                 BenchCommand::Attention(args) => bench::attention(args),
@@ -136,6 +137,10 @@ fn main() {
     });
     if let Err(e) = result {
         if let Some(stop) = e.downcast_ref::<runner::train::checkpoint::Interrupted>() {
+            eprintln!("{stop}");
+            std::process::exit(130);
+        }
+        if let Some(stop) = e.downcast_ref::<runner::sweep::SweepInterrupted>() {
             eprintln!("{stop}");
             std::process::exit(130);
         }
