@@ -49,7 +49,16 @@ pub fn run(grid: &Grid, todo: &[&PlannedRun], exe: &Path, reporter: &dyn Reporte
     loop {
         while !interrupt.requested() && running.len() < grid.lanes {
             let Some(run) = queue.next() else { break };
-            running.push(Running { run, child: spawn(grid, run, exe)?, started: Instant::now() });
+            // Another process may have taken or finished it since the plan.
+            match Status::of(&grid.dir(run)) {
+                state @ (Status::Finished | Status::Running) => {
+                    bar.message(&format!("{}: {} in another process, skipped", run.name, state.word()));
+                    bar.inc(1);
+                }
+                Status::New | Status::Interrupted => {
+                    running.push(Running { run, child: spawn(grid, run, exe)?, started: Instant::now() })
+                }
+            }
         }
         if running.is_empty() {
             break;

@@ -78,18 +78,24 @@ pub fn sweep(req: &SweepRequest, reporter: &dyn Reporter) -> Result<()> {
         return one_run(&grid, name, &req.exe, reporter);
     }
     let states: Vec<(&PlannedRun, Status)> = grid.runs.iter().map(|r| (r, Status::of(&grid.dir(r)))).collect();
-    let todo: Vec<&PlannedRun> = states.iter().filter(|(_, s)| *s != Status::Finished).map(|(r, _)| *r).collect();
+    let todo: Vec<&PlannedRun> =
+        states.iter().filter(|(_, s)| matches!(s, Status::New | Status::Interrupted)).map(|(r, _)| *r).collect();
     if req.dry_run {
         return dry_run(&grid, &states, &todo, req, &spec, reporter);
     }
-    let finished = states.len() - todo.len();
+    let count = |state: Status| states.iter().filter(|(_, s)| *s == state).count();
+    let elsewhere = match count(Status::Running) {
+        0 => String::new(),
+        n => format!(", {n} training in another process and left to it"),
+    };
     reporter.message(&format!(
-        "{}: {} runs into {} ({finished} finished and skipped, {} to resume, {} to start){}",
+        "{}: {} runs into {} ({} finished and skipped{elsewhere}, {} to resume, {} to start){}",
         grid.file.display(),
         states.len(),
         grid.out.display(),
-        states.iter().filter(|(_, s)| *s == Status::Interrupted).count(),
-        states.iter().filter(|(_, s)| *s == Status::New).count(),
+        count(Status::Finished),
+        count(Status::Interrupted),
+        count(Status::New),
         match req.on {
             On::Local => format!(
                 "; {} at a time, {} thread{} each",
@@ -160,8 +166,14 @@ fn dry_run(
     reporter: &dyn Reporter,
 ) -> Result<()> {
     for (run, state) in states {
-        let args = status::train_args(grid, run, *state);
-        reporter.output(&format!("{:<8} {:<40} {}", state.word(), run.name, status::shell_line("seqlab", &args)));
+        let what = match state {
+            Status::Running => format!(
+                "(training in another process, pid {})",
+                rundir::lock_holder(&grid.dir(run)).unwrap_or_default()
+            ),
+            _ => status::shell_line("seqlab", &status::train_args(grid, run, *state)),
+        };
+        reporter.output(&format!("{:<8} {:<40} {what}", state.word(), run.name));
     }
     reporter.output(&format!(
         "{} runs: {} finished, {} to train, into {}",
@@ -182,9 +194,17 @@ fn dry_run(
 /// left alone; an interrupted or failed one is an error (the task fails).
 fn one_run(grid: &Grid, name: &str, exe: &Path, reporter: &dyn Reporter) -> Result<()> {
     let run = grid.run(name)?;
-    if Status::of(&grid.dir(run)) == Status::Finished {
-        reporter.message(&format!("{name}: finished already"));
-        return Ok(());
+    match Status::of(&grid.dir(run)) {
+        Status::Finished => {
+            reporter.message(&format!("{name}: finished already"));
+            return Ok(());
+        }
+        Status::Running => bail!(
+            "{name}: {} is held by another seqlab train (pid {})",
+            grid.dir(run).display(),
+            rundir::lock_holder(&grid.dir(run)).unwrap_or_default()
+        ),
+        Status::New | Status::Interrupted => {}
     }
     let outcomes = local::run(grid, &[run], exe, reporter)?;
     match outcomes.first().map(|o| &o.ended) {
@@ -270,6 +290,13 @@ fn finish(grid: &Grid, outcomes: &[Outcome], reporter: &dyn Reporter) -> Result<
     if !failed.is_empty() {
         bail!("{} of {} runs failed: {}", failed.len(), grid.runs.len(), failed.join(", "));
     }
+    let elsewhere = grid.runs.iter().filter(|r| Status::of(&grid.dir(r)) == Status::Running).count();
+    if stopped == 0 && elsewhere > 0 {
+        bail!(
+            "{left} of {} runs not finished: {elsewhere} still training in another process; the same command compares them all once they are done",
+            grid.runs.len()
+        );
+    }
     if stopped > 0 || left > 0 {
         return Err(SweepInterrupted(format!(
             "interrupted: {left} of {} runs not finished ({stopped} stopped at a checkpoint); the same command resumes them",
@@ -288,6 +315,7 @@ fn table_row(run: &PlannedRun, dir: &Path, ended: Option<&Outcome>) -> String {
         (_, Some(Ended::Failed(_))) => "FAILED",
         (Status::Interrupted, _) => "interrupted",
         (Status::New, _) => "not run",
+        (Status::Running, _) => "running",
     };
     let (epochs, dev, test, minutes) = match rundir::read_summary(dir) {
         Ok(s) => {

@@ -16,12 +16,17 @@ pub enum Status {
     Interrupted,
     /// Nothing to go on: trained from the start.
     New,
+    /// A `seqlab train` holds its folder (another sweep's, or a Slurm
+    /// task's): left to it.
+    Running,
 }
 
 impl Status {
     pub fn of(dir: &Path) -> Status {
         if dir.join(rundir::SUMMARY).is_file() {
             Status::Finished
+        } else if rundir::lock_holder(dir).is_some() {
+            Status::Running
         } else if !rundir::checkpoints(dir).is_empty() {
             Status::Interrupted
         } else {
@@ -34,6 +39,7 @@ impl Status {
             Status::Finished => "finished",
             Status::Interrupted => "resume",
             Status::New => "new",
+            Status::Running => "running",
         }
     }
 }
@@ -116,7 +122,7 @@ mod tests {
     }
 
     #[test]
-    fn a_run_is_new_then_interrupted_then_finished() {
+    fn a_run_is_new_then_interrupted_or_running_then_finished() {
         let work = tempfile::tempdir().unwrap();
         let g = grid(work.path());
         let run = &g.runs[0];
@@ -161,6 +167,12 @@ mod tests {
             strings(&train_args(&g, run, Status::Interrupted)),
             ["--threads", "2", "train", "--resume", &out, "--device", "cpu", "--quiet"]
         );
+        // A train process holds the folder: left to it.
+        let lock = rundir::RunLock::acquire(&dir).unwrap();
+        assert_eq!(Status::of(&dir), Status::Running);
+        assert_eq!(rundir::lock_holder(&dir), Some(std::process::id().to_string()));
+        drop(lock);
+        assert_eq!(Status::of(&dir), Status::Interrupted);
         std::fs::write(dir.join(rundir::SUMMARY), "{}").unwrap();
         assert_eq!(Status::of(&dir), Status::Finished);
     }

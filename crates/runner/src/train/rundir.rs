@@ -101,6 +101,22 @@ impl RunLock {
     }
 }
 
+/// The pid of the `seqlab train` that holds `dir`'s lock now, if one does
+/// (a lock file left by a process that is gone is not held).
+pub fn lock_holder(dir: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(dir.join(LOCK)).ok()?;
+    match file.try_lock_shared() {
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            Some(pid.trim().to_string())
+        }
+        // Free (released when `file` closes), or unreadable: nobody we can see.
+        _ => None,
+    }
+}
+
 impl Drop for RunLock {
     fn drop(&mut self) {
         // Removed while still locked; the kernel releases the lock when the file closes.
