@@ -69,6 +69,9 @@ pub fn frozen(grid: &Grid) -> PathBuf {
 
 /// Runs the sweep `req` asks for.
 pub fn sweep(req: &SweepRequest, reporter: &dyn Reporter) -> Result<()> {
+    if req.lanes == Some(0) || req.threads == Some(0) {
+        bail!("--lanes and --threads-per-run must be at least 1");
+    }
     let mut grid = Grid::load(&req.grid, req.out.as_deref())?;
     grid.lanes = req.lanes.unwrap_or(grid.lanes).max(1);
     grid.threads = req.threads.unwrap_or(grid.threads).max(1);
@@ -106,10 +109,12 @@ pub fn sweep(req: &SweepRequest, reporter: &dyn Reporter) -> Result<()> {
             On::Slurm => String::new(),
         }
     ));
-    let frozen = freeze(&grid)?;
     let outcomes = match req.on {
-        On::Local => local::run(&grid, &todo, &req.exe, reporter)?,
-        On::Slurm => on_slurm(&grid, &todo, &spec, &req.exe, &frozen, req.poll, reporter)?,
+        On::Local => {
+            freeze(&grid)?;
+            local::run(&grid, &todo, &req.exe, reporter)?
+        }
+        On::Slurm => on_slurm(&grid, &todo, &spec, &req.exe, req.poll, reporter)?,
     };
     finish(&grid, &outcomes, reporter)
 }
@@ -219,7 +224,6 @@ fn on_slurm(
     todo: &[&PlannedRun],
     spec: &SlurmSpec,
     exe: &Path,
-    frozen: &Path,
     poll: Duration,
     reporter: &dyn Reporter,
 ) -> Result<Vec<Outcome>> {
@@ -233,7 +237,9 @@ fn on_slurm(
             (job, grid.runs.iter().filter(|r| todo.iter().any(|t| t.name == r.name)).collect())
         }
         None => {
-            let job = slurm::submit_sweep(grid, todo, spec, exe, frozen)?;
+            // The tasks read this copy: a grid edited while its job is queued does not move under them.
+            let frozen = freeze(grid)?;
+            let job = slurm::submit_sweep(grid, todo, spec, exe, &frozen)?;
             reporter.message(&format!(
                 "submitted job array {job}: {} tasks ({})",
                 todo.len(),
