@@ -358,6 +358,7 @@ mod tests {
             ("positions-conll", 18, "conll-relative-s1"),
             ("positions-resume", 18, "resume-relative-s1"),
             ("positions-resume-len64", 6, "resume-relative-len64-s1"),
+            ("positions-squad", 36, "squad-qa-concat-self-relative-s1"),
             ("qa", 16, "qa-cross-s1"),
             ("qa-cues", 6, "qa-bidaf-nocues-s1"),
             ("qa-fusion-cmrc", 15, "qa-bidaf-s1"),
