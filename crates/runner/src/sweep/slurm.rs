@@ -117,8 +117,20 @@ fn queued(job: &str) -> Result<Vec<(String, String)>> {
 /// have finished and what the queue says, every `poll`.
 pub fn follow(job: &str, grid: &Grid, runs: &[&PlannedRun], poll: Duration, reporter: &dyn Reporter) -> Result<()> {
     let bar = reporter.progress(runs.len() as u64, "runs");
+    let mut failures = 0;
     loop {
-        let tasks = queued(job)?;
+        // A controller that restarts answers nothing for a while: ask again, up to 5 times in a row.
+        let tasks = match queued(job) {
+            Ok(tasks) => tasks,
+            Err(e) if failures < 5 => {
+                failures += 1;
+                bar.message(&format!("note: {e:#}; asking again in {} s", poll.as_secs_f64()));
+                std::thread::sleep(poll);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        failures = 0;
         let done = runs.iter().filter(|r| Status::of(&grid.dir(r)) == Status::Finished).count();
         bar.set_position(done as u64);
         if tasks.is_empty() {
