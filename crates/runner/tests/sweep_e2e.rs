@@ -205,12 +205,13 @@ fn checkpoints(dir: &Path) -> Vec<String> {
 #[test]
 fn ctrl_c_stops_the_runs_at_a_checkpoint_and_the_same_command_resumes_them() {
     let work = tempfile::tempdir().unwrap();
-    // One run of 3 epochs with a checkpoint every 5 steps.
+    // One run of 12 epochs with a checkpoint every 5 steps: it is still
+    // training when the sweep passes the Ctrl-C on (it looks every 200 ms).
     let g = grid(work.path(), "3", "");
     let t = std::fs::read_to_string(&g)
         .unwrap()
         .replace("values = [8, 16]", "values = [16]")
-        .replace("\"train.epochs=2\"", "\"train.epochs=3\", \"train.checkpoint_every=5\"");
+        .replace("\"train.epochs=2\"", "\"train.epochs=12\", \"train.checkpoint_every=5\"");
     std::fs::write(&g, t).unwrap();
     let run = work.path().join("sweep/toy-h16-s3");
     let child = Command::new(env!("CARGO_BIN_EXE_seqlab"))
