@@ -227,15 +227,13 @@ fn on_slurm(
     poll: Duration,
     reporter: &dyn Reporter,
 ) -> Result<Vec<Outcome>> {
-    if todo.is_empty() {
-        return Ok(Vec::new());
-    }
     let started = std::time::Instant::now();
     let (job, runs): (String, Vec<&PlannedRun>) = match slurm::earlier_job(grid) {
         Some(job) => {
             reporter.message(&format!("job {job}, submitted earlier for this sweep, is still queued: following it"));
-            (job, grid.runs.iter().filter(|r| todo.iter().any(|t| t.name == r.name)).collect())
+            (job, grid.runs.iter().filter(|r| Status::of(&grid.dir(r)) != Status::Finished).collect())
         }
+        None if todo.is_empty() => return Ok(Vec::new()),
         None => {
             // The tasks read this copy: a grid edited while its job is queued does not move under them.
             let frozen = freeze(grid)?;
