@@ -93,7 +93,7 @@ pub fn tail(path: &Path, n: usize) -> String {
 
 /// Epochs a run has written to `metrics.csv` so far.
 pub fn epochs_done(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join(rundir::METRICS)).map_or(0, |t| t.lines().count().saturating_sub(1))
+    rundir::read_metrics(&dir.join(rundir::METRICS)).map_or(0, |rows| rows.len())
 }
 
 #[cfg(test)]
@@ -190,7 +190,19 @@ mod tests {
         std::fs::write(&log, "a\nb\nbar 1\rbar 2\rerror: c.txt line 3: expected a tag\n").unwrap();
         assert_eq!(tail(&log, 2), "b\nerror: c.txt line 3: expected a tag");
         assert_eq!(tail(&PathBuf::from("/nonexistent"), 2), "");
-        std::fs::write(work.path().join(rundir::METRICS), "epoch,x\n1,0\n2,0\n").unwrap();
+        let row = |epoch| rundir::EpochRow {
+            epoch,
+            train_loss: 1.0,
+            dev_precision: 0.5,
+            dev_recall: 0.5,
+            dev_f1: 0.5,
+            seconds: 1.0,
+            tokens_per_second: 100.0,
+            lr: 0.001,
+            dev_answer_em: None,
+            dev_answer_f1: None,
+        };
+        rundir::write_metrics(&work.path().join(rundir::METRICS), &[row(1), row(2)]).unwrap();
         assert_eq!(epochs_done(work.path()), 2);
         assert_eq!(epochs_done(&log), 0);
     }
