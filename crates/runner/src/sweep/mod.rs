@@ -271,12 +271,16 @@ fn on_slurm(
 fn finish(grid: &Grid, outcomes: &[Outcome], reporter: &dyn Reporter) -> Result<()> {
     reporter.output(&format!("{:<40} {:<12} {:>9} {:>8} {:>8} {:>7}", "run", "state", "best/ep", "dev", "test", "min"));
     let mut finished = Vec::new();
+    let mut elsewhere = 0;
     for run in &grid.runs {
         let dir = grid.dir(run);
+        let state = Status::of(&dir);
         let ended = outcomes.iter().find(|o| o.name == run.name);
-        reporter.output(&table_row(run, &dir, ended));
-        if Status::of(&dir) == Status::Finished {
-            finished.push(dir);
+        reporter.output(&table_row(run, &dir, state, ended));
+        match state {
+            Status::Finished => finished.push(dir),
+            Status::Running => elsewhere += 1,
+            Status::New | Status::Interrupted => {}
         }
     }
     for o in outcomes.iter().filter(|o| matches!(o.ended, Ended::Failed(_))) {
@@ -294,7 +298,6 @@ fn finish(grid: &Grid, outcomes: &[Outcome], reporter: &dyn Reporter) -> Result<
     if !failed.is_empty() {
         bail!("{} of {} runs failed: {}", failed.len(), grid.runs.len(), failed.join(", "));
     }
-    let elsewhere = grid.runs.iter().filter(|r| Status::of(&grid.dir(r)) == Status::Running).count();
     if stopped == 0 && elsewhere > 0 {
         bail!(
             "{left} of {} runs not finished: {elsewhere} still training in another process; the same command compares them all once they are done",
@@ -312,8 +315,8 @@ fn finish(grid: &Grid, outcomes: &[Outcome], reporter: &dyn Reporter) -> Result<
 }
 
 /// A row of the final table: how the run ended and its figures.
-fn table_row(run: &PlannedRun, dir: &Path, ended: Option<&Outcome>) -> String {
-    let state = match (Status::of(dir), ended.map(|o| &o.ended)) {
+fn table_row(run: &PlannedRun, dir: &Path, state: Status, ended: Option<&Outcome>) -> String {
+    let state = match (state, ended.map(|o| &o.ended)) {
         (Status::Finished, Some(_)) => "finished",
         (Status::Finished, None) => "skipped",
         (_, Some(Ended::Failed(_))) => "FAILED",
