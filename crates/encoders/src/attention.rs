@@ -9,7 +9,7 @@
 
 use crate::dropout::Dropout;
 use crate::linear::per_token;
-use crate::ops::dense_attention::MASKED;
+use crate::ops::dense_attention::{RelativeTerm, Terms, MASKED};
 use crate::ops::SeqBackend;
 use crate::positional::{alibi_slopes, relative_sinusoids, rotate, t5_bucket, Position, T5_BUCKETS};
 use burn::module::Param;
@@ -23,11 +23,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionImpl {
-    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix. Without
-    /// relative positions or asked-for weights it runs as one operation
-    /// ([`SeqBackend::dense_attention`]): host loops with a hand-written
-    /// backward on the CPU backends; Burn's fused `attention` op at
-    /// inference elsewhere (flash on CUDA).
+    /// The plain formula: the full `[B, H, Lq, Lk]` score matrix. Unless
+    /// the weights are asked for, it runs as one operation, the position
+    /// terms of the scores included ([`SeqBackend::dense_attention`]): host
+    /// loops with a hand-written backward on the CPU backends; Burn's fused
+    /// `attention` op (with the terms as its bias) at inference elsewhere.
     #[default]
     Dense,
     /// Exact attention over key blocks with an online softmax
@@ -229,7 +229,7 @@ impl<B: Backend> MultiHeadAttention<B> {
         if self.rope {
             (q, k) = (rotate(q, self.heads), rotate(k, self.heads)); // each position turned by its angle
         }
-        if plan.imp == AttentionImpl::Dense && plan.fused && !self.biases_scores() && !want_weights {
+        if plan.imp == AttentionImpl::Dense && plan.fused && !want_weights {
             let ctx = self.one_op(q, k, v, key_mask); // [B, Lq, H·Dh]
             return AttentionOutput { context: per_token(&self.output, ctx), weights: None };
         }
@@ -245,7 +245,7 @@ impl<B: Backend> MultiHeadAttention<B> {
     }
 
     /// Whether the scores get a position term of their own (relative,
-    /// ALiBi, T5): they are then computed by the plain formula.
+    /// ALiBi, T5), which chunked attention does not support.
     fn biases_scores(&self) -> bool {
         self.relative.is_some() || self.t5.is_some() || self.alibi
     }
@@ -361,14 +361,29 @@ impl<B: Backend> MultiHeadAttention<B> {
 
     /// [`SeqBackend::dense_attention`]: the dense formula as one operation
     /// on heads side by side (host loops on the CPU backends, Burn's fused
-    /// op at inference elsewhere), dropout on the weights in training.
+    /// op at inference elsewhere), the position terms of the scores
+    /// included, dropout on the weights in training.
     fn one_op(&self, q: Tensor<B, 3>, k: Tensor<B, 3>, v: Tensor<B, 3>, key_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3>
     where
         B: SeqBackend,
     {
-        let [b, lq, _] = q.dims();
+        let [b, lq, d] = q.dims();
         let lk = k.dims()[1];
         let device = q.device();
+        let terms = Terms {
+            // score(i, j) gains ALiBi's or T5's bias of the distance i − j ...
+            bias: self.distance_bias(lq, lk, |i, j| i as i64 - j as i64, &device), // [H, Lq, Lk]
+            // ... or TENER's (q_i + v)·r_{i−j}, distances −(Lk − 1) ..= Lq − 1.
+            relative: self.relative.as_ref().map(|rel| RelativeTerm {
+                qv: q.clone() + rel.v.val().reshape([1, 1, d]), // [B, Lq, H·Dh]
+                r: relative_sinusoids::<B>(1 - lk as i64, (lq + lk).saturating_sub(1), self.head_dim, &device),
+            }),
+        };
+        // TENER's content term: (q_i + u)·k_j.
+        let q = match &self.relative {
+            Some(rel) => q + rel.u.val().reshape([1, 1, d]), // [B, Lq, H·Dh]
+            None => q,
+        };
         let keep = self.dropout.mask::<B, 4>([b, self.heads, lq, lk], &device); // [B, H, Lq, Lk]
         let prim = |x: Tensor<B, 3>| x.into_primitive().tensor();
         Tensor::from_primitive(TensorPrimitive::Float(B::dense_attention(
@@ -379,6 +394,7 @@ impl<B: Backend> MultiHeadAttention<B> {
             keep.map(|m| m.into_primitive().tensor()),
             self.heads,
             self.scale(),
+            terms,
         )))
     }
 

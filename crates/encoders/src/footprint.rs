@@ -29,8 +29,9 @@ pub struct StepFloats {
     /// feed-forward layers, emissions and the CRF's scores.
     pub attention: f64,
     /// Score-sized attention tensors: `[B, H, L, L]` dense, a block of keys
-    /// chunked, three windows of keys local (plus the score terms of
-    /// relative, ALiBi and T5 positions, which run the unfused formula).
+    /// chunked, three windows of keys local (plus, local only, the score
+    /// terms of relative, ALiBi and T5 positions, which it composes from
+    /// tensor operations; dense adds them inside its one operation).
     pub scores: f64,
 }
 
@@ -63,9 +64,9 @@ impl TaggerConfig {
                     AttentionImpl::Chunked => 3.0 * n * heads * a.block.min(len) as f64,
                     AttentionImpl::Local => 8.0 * n * heads * (3 * a.window.min(len)) as f64,
                 };
-                // Relative, ALiBi and T5 add a [B, H, L, L] term before the
-                // softmax: the unfused formula, more score-sized tensors kept.
-                if a.position.biases_scores() {
+                // Local attention composes relative, ALiBi and T5 terms
+                // before its softmax: more score-sized tensors kept.
+                if a.position.biases_scores() && a.implementation == AttentionImpl::Local {
                     scores += 4.0 * n * heads * len.min(4 * a.window) as f64;
                 }
                 StepFloats {
@@ -85,20 +86,26 @@ mod tests {
     use crate::tagger::EncoderKind;
 
     #[test]
-    fn every_score_bias_costs_score_memory_and_rotation_does_not() {
+    fn score_terms_cost_score_memory_in_local_attention_only() {
         let shape = StepShape { batch: 8, len: 128, word_len: 12, tags: 9 };
-        let scores = |position| {
+        let scores = |position, implementation| {
             let mut cfg = TaggerConfig::default();
             cfg.encoder.kind = EncoderKind::Attention;
             cfg.encoder.attention.position = position;
+            cfg.encoder.attention.implementation = implementation;
             cfg.step_floats(shape).scores
         };
-        let plain = scores(Position::None);
-        assert_eq!(scores(Position::Sinusoidal), plain);
-        assert_eq!(scores(Position::Rope), plain, "RoPE rotates q and k: the fused path");
-        for p in [Position::Relative, Position::Alibi, Position::T5] {
-            assert!(scores(p) > plain, "{p:?}");
-            assert_eq!(scores(p), scores(Position::Relative), "{p:?}");
+        for imp in [AttentionImpl::Dense, AttentionImpl::Local] {
+            let plain = scores(Position::None, imp);
+            assert_eq!(scores(Position::Sinusoidal, imp), plain);
+            assert_eq!(scores(Position::Rope, imp), plain, "RoPE rotates q and k");
+            for p in [Position::Relative, Position::Alibi, Position::T5] {
+                match imp {
+                    // Dense attention adds the terms inside its one operation.
+                    AttentionImpl::Dense => assert_eq!(scores(p, imp), plain, "{p:?}"),
+                    _ => assert!(scores(p, imp) > plain, "{p:?} {imp:?}"),
+                }
+            }
         }
     }
 }

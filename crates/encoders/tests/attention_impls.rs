@@ -206,3 +206,55 @@ fn unscaled_attention_drops_the_square_root_and_nothing_else() {
         }
     }
 }
+
+/// Dense attention as one operation with the position terms inside it
+/// (TENER's relative term, ALiBi's and T5's biases) computes what the
+/// plain formula computes (the weights-returning path): the context and
+/// every parameter's gradient (u, v and T5's table included), with
+/// padding, TENER's unscaled scores too; and inference (no autodiff, the
+/// host loops without saved weights) gives the same context.
+#[test]
+fn the_one_operation_equals_the_plain_formula_with_every_score_term() {
+    let dev = Default::default();
+    let _rng = seeded::<ADF>(&dev, 13);
+    let random = |shape: [usize; 2]| {
+        burn::module::Param::from_tensor(Tensor::<ADF, 2>::random(shape, Distribution::Normal(0.0, 1.0), &dev))
+    };
+    for (position, scaled) in
+        [(Position::Relative, false), (Position::Relative, true), (Position::Alibi, true), (Position::T5, false)]
+    {
+        let mut m = with_position::<ADF>(position, scaled, &dev);
+        // Their initial zeros would hide a misplaced term.
+        if let Some(rel) = m.relative.as_mut() {
+            (rel.u, rel.v) = (random([2, 8]), random([2, 8]));
+        }
+        if let Some(t5) = m.t5.as_mut() {
+            *t5 = random(t5.val().dims());
+        }
+        for (l, lengths) in [(11usize, [11usize, 6, 1]), (70, [70, 33, 2])] {
+            let what = format!("{position:?} scaled {scaled} L {l}");
+            let x = Tensor::<ADF, 3>::random([3, l, 16], Distribution::Normal(0.0, 1.0), &dev);
+            let mk = mask::<ADF>(&lengths, l, &dev);
+            let p = AttentionPlan::dense();
+            let (one, plain) = both(&m, x.clone(), mk.clone(), p);
+            let inference = m.valid().forward(x.clone().inner(), x.clone().inner(), mk.clone().inner(), p, false);
+            // Padded query rows are whatever each computes; compare real ones.
+            for (s, &n) in lengths.iter().enumerate() {
+                let row = |t: Tensor<Flex, 3>| values(t.slice([s..s + 1, 0..n, 0..16]));
+                let plain = row(plain.clone().inner());
+                assert_close_relative(&row(one.clone().inner()), &plain, 2e-5, &format!("{what}: sentence {s}"));
+                let inferred = row(inference.context.clone());
+                assert_close_relative(&inferred, &plain, 2e-5, &format!("{what}: inference, sentence {s}"));
+            }
+            let real = mk.float().unsqueeze_dim::<3>(2).expand([3, l, 16]);
+            let (got, want) = (attention_grads(&m, one * real.clone()), attention_grads(&m, plain * real));
+            assert_eq!(
+                got.len(),
+                if position == Position::Alibi { 8 } else { 9 + usize::from(position == Position::Relative) }
+            );
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_close_relative(a, b, 5e-5, &format!("{what}: gradient of parameter {i}"));
+            }
+        }
+    }
+}

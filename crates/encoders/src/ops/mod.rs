@@ -52,6 +52,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{FloatTensor, ModuleOps};
 use burn::tensor::TensorPrimitive;
+use dense_attention::Terms;
 use flash_attention::{flash_backward, flash_forward};
 
 /// A backend that trains sequence encoders: autodiff over a [`SeqBackend`]
@@ -178,8 +179,8 @@ pub trait SeqBackend: Backend {
 
     /// Dense multi-head attention (see [`dense_attention`]): `q [B, Lq,
     /// H·Dh]`, `k`/`v [B, Lk, H·Dh]`, `key_mask [B, Lk]` (1 at real keys),
-    /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none) →
-    /// the context `[B, Lq, H·Dh]`.
+    /// `keep` the dropout mask `[B, H, Lq, Lk]` of the weights (or none),
+    /// the position terms of the scores → the context `[B, Lq, H·Dh]`.
     #[allow(clippy::too_many_arguments)]
     fn dense_attention(
         q: FloatTensor<Self>,
@@ -189,16 +190,18 @@ pub trait SeqBackend: Backend {
         keep: Option<FloatTensor<Self>>,
         heads: usize,
         scale: f32,
+        terms: Terms<Self>,
     ) -> FloatTensor<Self> {
         let (q, k, v, key_mask) = (t(q), t(k), t(v), t(key_mask));
         p(match keep {
-            None => dense_attention::inference(q, k, v, key_mask, heads, scale),
-            Some(keep) => Self::dense_attention_forward(q, k, v, key_mask, Some(t(keep)), heads, scale).0,
+            None => dense_attention::inference(q, k, v, key_mask, heads, scale, &terms),
+            Some(keep) => Self::dense_attention_forward(q, k, v, key_mask, Some(t(keep)), heads, scale, terms).0,
         })
     }
 
     /// The attention's forward pass and the weights `[B, H, Lq, Lk]` its
     /// backward pass needs.
+    #[allow(clippy::too_many_arguments)]
     fn dense_attention_forward(
         q: Tensor<Self, 3>,
         k: Tensor<Self, 3>,
@@ -207,11 +210,14 @@ pub trait SeqBackend: Backend {
         keep: Option<Tensor<Self, 4>>,
         heads: usize,
         scale: f32,
+        terms: Terms<Self>,
     ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
-        dense_attention::composed_forward(q, k, v, key_mask, keep, heads, scale)
+        dense_attention::composed_forward(q, k, v, key_mask, keep, heads, scale, &terms)
     }
 
-    /// The attention's backward pass: gradients of `q`, `k`, `v`.
+    /// The attention's backward pass: gradients of `q`, `k`, `v`, of the
+    /// relative term's `qv` when its sinusoids `r` are given, and of the
+    /// score bias when `bias_grad`.
     #[allow(clippy::too_many_arguments)]
     fn dense_attention_backward(
         q: Tensor<Self, 3>,
@@ -222,8 +228,10 @@ pub trait SeqBackend: Backend {
         grad: Tensor<Self, 3>,
         heads: usize,
         scale: f32,
-    ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
-        dense_attention::composed_backward(q, k, v, keep, weights, grad, heads, scale)
+        r: Option<Tensor<Self, 2>>,
+        bias_grad: bool,
+    ) -> dense_attention::Grads<Self> {
+        dense_attention::composed_backward(q, k, v, keep, weights, grad, heads, scale, r, bias_grad)
     }
 }
 
@@ -299,9 +307,10 @@ macro_rules! host_ops {
                 keep: Option<FloatTensor<Self>>,
                 heads: usize,
                 scale: f32,
+                terms: Terms<Self>,
             ) -> FloatTensor<Self> {
                 let keep = keep.map(t::<Self, 4>);
-                p(dense_attention::host::forward(t(q), t(k), t(v), t(key_mask), keep, heads, scale, false).0)
+                p(dense_attention::host::forward(t(q), t(k), t(v), t(key_mask), keep, heads, scale, terms, false).0)
             }
 
             fn dense_attention_forward(
@@ -312,8 +321,9 @@ macro_rules! host_ops {
                 keep: Option<Tensor<Self, 4>>,
                 heads: usize,
                 scale: f32,
+                terms: Terms<Self>,
             ) -> (Tensor<Self, 3>, Tensor<Self, 4>) {
-                let (ctx, weights) = dense_attention::host::forward(q, k, v, key_mask, keep, heads, scale, true);
+                let (ctx, weights) = dense_attention::host::forward(q, k, v, key_mask, keep, heads, scale, terms, true);
                 (ctx, weights.expect("saved weights"))
             }
 
@@ -326,8 +336,10 @@ macro_rules! host_ops {
                 grad: Tensor<Self, 3>,
                 heads: usize,
                 scale: f32,
-            ) -> (Tensor<Self, 3>, Tensor<Self, 3>, Tensor<Self, 3>) {
-                dense_attention::host::backward(q, k, v, keep, weights, grad, heads, scale)
+                r: Option<Tensor<Self, 2>>,
+                bias_grad: bool,
+            ) -> dense_attention::Grads<Self> {
+                dense_attention::host::backward(q, k, v, keep, weights, grad, heads, scale, r, bias_grad)
             }
         }
     };
@@ -493,35 +505,79 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
         keep: Option<FloatTensor<Self>>,
         heads: usize,
         scale: f32,
+        terms: Terms<Self>,
     ) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct AttentionBackward;
 
-        /// Saved for the backward pass: q, k, v, the dropout mask, the weights, heads, scale.
-        type State<B> =
-            (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>, FloatTensor<B>, usize, f32);
+        /// Saved for the backward pass: q, k, v, the dropout mask, the
+        /// weights, heads, scale, the relative term's sinusoids, and whether
+        /// the score bias is an input.
+        type State<B> = (
+            FloatTensor<B>,
+            FloatTensor<B>,
+            FloatTensor<B>,
+            Option<FloatTensor<B>>,
+            FloatTensor<B>,
+            usize,
+            f32,
+            Option<FloatTensor<B>>,
+            bool,
+        );
 
-        impl<B: SeqBackend> Backward<B, 3> for AttentionBackward {
+        impl<B: SeqBackend> Backward<B, 5> for AttentionBackward {
             type State = State<B>;
 
-            fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [node_q, node_k, node_v] = ops.parents;
+            fn backward(self, ops: Ops<Self::State, 5>, grads: &mut Gradients, _: &mut Checkpointer) {
+                // An absent term's parent is q's node again: nothing is registered for it.
+                let [node_q, node_k, node_v, node_bias, node_qv] = ops.parents;
                 let grad = grads.consume::<B>(&ops.node);
-                let (q, k, v, keep, weights, heads, scale) = ops.state;
-                let (dq, dk, dv) =
-                    B::dense_attention_backward(t(q), t(k), t(v), keep.map(t), t(weights), t(grad), heads, scale);
-                for (node, g) in [(node_q, dq), (node_k, dk), (node_v, dv)] {
+                let (q, k, v, keep, weights, heads, scale, r, has_bias) = ops.state;
+                let node_bias = node_bias.filter(|_| has_bias);
+                let node_qv = node_qv.filter(|_| r.is_some());
+                let g = B::dense_attention_backward(
+                    t(q),
+                    t(k),
+                    t(v),
+                    keep.map(t),
+                    t(weights),
+                    t(grad),
+                    heads,
+                    scale,
+                    r.map(t),
+                    node_bias.is_some(),
+                );
+                for (node, g) in [(node_q, g.q), (node_k, g.k), (node_v, g.v)] {
                     if let Some(node) = node {
                         grads.register::<B>(node.id, p(g));
                     }
                 }
+                if let (Some(node), Some(g)) = (node_bias, g.bias) {
+                    grads.register::<B>(node.id, p(g));
+                }
+                if let (Some(node), Some(g)) = (node_qv, g.qv) {
+                    grads.register::<B>(node.id, p(g));
+                }
             }
         }
 
-        // The mask and the dropout mask are constants: no gradient flows to them.
+        // The mask, the dropout mask and the sinusoids are constants: no gradient flows to them.
         let (key_mask, keep) = (key_mask.primitive, keep.map(|k| k.primitive));
+        let bias = terms.bias.map(|x| x.into_primitive().tensor());
+        let (qv, r) = terms
+            .relative
+            .map(|rel| (rel.qv.into_primitive().tensor(), rel.r.into_primitive().tensor().primitive))
+            .unzip();
+        let node_bias = bias.as_ref().map_or(q.node.clone(), |x| x.node.clone());
+        let node_qv = qv.as_ref().map_or(q.node.clone(), |x| x.node.clone());
+        let inner = |bias: Option<FloatTensor<B>>, qv: Option<FloatTensor<B>>, r: Option<FloatTensor<B>>| Terms::<B> {
+            bias: bias.map(t),
+            relative: qv.zip(r).map(|(qv, r)| dense_attention::RelativeTerm { qv: t(qv), r: t(r) }),
+        };
+        let has_bias = bias.is_some();
+        let (bias, qv) = (bias.map(|x| x.primitive), qv.map(|x| x.primitive));
         match AttentionBackward
-            .prepare::<C>([q.node.clone(), k.node.clone(), v.node.clone()])
+            .prepare::<C>([q.node.clone(), k.node.clone(), v.node.clone(), node_bias, node_qv])
             .compute_bound()
             .stateful()
         {
@@ -534,13 +590,22 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
                     keep.clone().map(t),
                     heads,
                     scale,
+                    inner(bias, qv, r.clone()),
                 );
                 let out = p(out);
-                prep.finish((q.primitive, k.primitive, v.primitive, keep, p(weights), heads, scale), out)
+                let state = (q.primitive, k.primitive, v.primitive, keep, p(weights), heads, scale, r, has_bias);
+                prep.finish(state, out)
             }
-            OpsKind::UnTracked(prep) => {
-                prep.finish(B::dense_attention(q.primitive, k.primitive, v.primitive, key_mask, keep, heads, scale))
-            }
+            OpsKind::UnTracked(prep) => prep.finish(B::dense_attention(
+                q.primitive,
+                k.primitive,
+                v.primitive,
+                key_mask,
+                keep,
+                heads,
+                scale,
+                inner(bias, qv, r),
+            )),
         }
     }
 }
