@@ -74,21 +74,27 @@ pub fn rope_angles(len: usize, dh: usize) -> (Vec<f32>, Vec<f32>) {
 /// RoPE on `x [B, L, H·Dh]` (heads side by side, positions `0..L`): each
 /// head's dimensions `2m, 2m+1` rotated by position `p`'s angle `θ`:
 /// `(x₀ cos θ − x₁ sin θ, x₀ sin θ + x₁ cos θ)`. `Dh` must be even.
+///
+/// Computed as `x ⊙ C + swap(x) ⊙ S` with `C = (cos θ, cos θ)` and
+/// `S = (−sin θ, sin θ)` per pair, and `swap(x)`, the pairs' two values
+/// exchanged, as one product with a permutation matrix: three whole-tensor
+/// operations instead of slicing the pairs apart and stacking them again,
+/// and the same numbers to the last bit (one nonzero term per product, a
+/// sign change is exact).
 pub fn rotate<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 3> {
     let [b, l, d] = x.dims();
     let dh = d / heads;
-    let half = dh / 2;
     let device = x.device();
-    let (cos, sin) = rope_angles(l, dh);
-    let table =
-        |v: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(v, [l, half]), &device).reshape([1, l, 1, half]);
-    let (cos, sin) = (table(cos), table(sin)); // [1, L, 1, Dh/2]
-    let pairs = x.reshape([b, l, heads, half, 2]); // [B, L, H, Dh/2, 2]
-    let x0 = pairs.clone().narrow(4, 0, 1).squeeze_dim::<4>(4); // [B, L, H, Dh/2]
-    let x1 = pairs.narrow(4, 1, 1).squeeze_dim::<4>(4);
-    let r0 = x0.clone() * cos.clone() - x1.clone() * sin.clone(); // [B, L, H, Dh/2]
-    let r1 = x0 * sin + x1 * cos;
-    Tensor::stack::<5>(vec![r0, r1], 4).reshape([b, l, d]) // [B, L, H·Dh]
+    let (cos, sin) = rope_angles(l, dh); // [L, Dh/2] each
+    let c: Vec<f32> = cos.iter().flat_map(|&c| [c, c]).collect(); // [L, Dh]
+    let s: Vec<f32> = sin.iter().flat_map(|&s| [-s, s]).collect(); // [L, Dh]
+    let table = |v: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(v, [l, dh]), &device).reshape([1, l, 1, dh]);
+    // swap(x)_j = x_(j xor 1): P[i, j] = 1 where j = i xor 1.
+    let swap: Vec<f32> = (0..dh).flat_map(|i| (0..dh).map(move |j| f32::from(j == (i ^ 1)))).collect();
+    let swap = Tensor::<B, 2>::from_data(TensorData::new(swap, [dh, dh]), &device); // [Dh, Dh]
+    let swapped = x.clone().reshape([b * l * heads, dh]).matmul(swap).reshape([b, l, heads, dh]); // [B, L, H, Dh]
+    let x = x.reshape([b, l, heads, dh]); // [B, L, H, Dh]
+    (x * table(c) + swapped * table(s)).reshape([b, l, d]) // [B, L, H·Dh]
 }
 
 /// ALiBi's slope per head (Press et al.'s `get_slopes`): `2^(−8k/H)` for
@@ -178,6 +184,26 @@ impl<B: Backend> LearnedPositions<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rotation equals the pairwise formula to the last bit (what the
+    /// runs trained before it was written as a product computed).
+    #[test]
+    fn rotation_is_the_pairwise_formula_exactly() {
+        use burn::backend::Flex;
+        use burn::tensor::Distribution;
+        let (b, l, heads, dh) = (2, 7, 3, 8);
+        let x = Tensor::<Flex, 3>::random([b, l, heads * dh], Distribution::Normal(0.0, 3.0), &Default::default());
+        let got: Vec<f32> = rotate(x.clone(), heads).into_data().to_vec().unwrap();
+        let x: Vec<f32> = x.into_data().to_vec().unwrap();
+        let (cos, sin) = rope_angles(l, dh);
+        for (at, (&g, &x0)) in got.iter().zip(&x).enumerate() {
+            let (p, c) = ((at / (heads * dh)) % l, at % dh);
+            let (m, first) = (c / 2, c % 2 == 0);
+            let (cos, sin) = (cos[p * dh / 2 + m], sin[p * dh / 2 + m]);
+            let want = if first { x0 * cos - x[at + 1] * sin } else { x[at - 1] * sin + x0 * cos };
+            assert_eq!(g.to_bits(), want.to_bits(), "element {at}: {g} vs {want}");
+        }
+    }
 
     #[test]
     fn relative_sinusoids_are_direction_aware() {
