@@ -387,6 +387,62 @@ fn p<B: Backend, const D: usize>(x: Tensor<B, D>) -> FloatTensor<B> {
     x.into_primitive().tensor()
 }
 
+/// [`SeqBackend::dense_attention`]'s node in the autodiff graph: its
+/// backward pass is the inner backend's hand-written one.
+#[derive(Debug)]
+struct AttentionBackward;
+
+/// Saved for the backward pass: q, k, v, the dropout mask, the
+/// weights, heads, scale, the relative term's sinusoids, and whether
+/// the score bias is an input.
+type AttentionState<B> = (
+    FloatTensor<B>,
+    FloatTensor<B>,
+    FloatTensor<B>,
+    Option<FloatTensor<B>>,
+    FloatTensor<B>,
+    usize,
+    f32,
+    Option<FloatTensor<B>>,
+    bool,
+);
+
+impl<B: SeqBackend> Backward<B, 5> for AttentionBackward {
+    type State = AttentionState<B>;
+
+    fn backward(self, ops: Ops<Self::State, 5>, grads: &mut Gradients, _: &mut Checkpointer) {
+        // An absent term's parent is q's node again: nothing is registered for it.
+        let [node_q, node_k, node_v, node_bias, node_qv] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (q, k, v, keep, weights, heads, scale, r, has_bias) = ops.state;
+        let node_bias = node_bias.filter(|_| has_bias);
+        let node_qv = node_qv.filter(|_| r.is_some());
+        let g = B::dense_attention_backward(
+            t(q),
+            t(k),
+            t(v),
+            keep.map(t),
+            t(weights),
+            t(grad),
+            heads,
+            scale,
+            r.map(t),
+            node_bias.is_some(),
+        );
+        for (node, g) in [(node_q, g.q), (node_k, g.k), (node_v, g.v)] {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, p(g));
+            }
+        }
+        if let (Some(node), Some(g)) = (node_bias, g.bias) {
+            grads.register::<B>(node.id, p(g));
+        }
+        if let (Some(node), Some(g)) = (node_qv, g.qv) {
+            grads.register::<B>(node.id, p(g));
+        }
+    }
+}
+
 impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
     fn train_shards(sentences: usize) -> usize {
         B::train_shards(sentences)
@@ -507,60 +563,6 @@ impl<B: SeqBackend, C: CheckpointStrategy> SeqBackend for Autodiff<B, C> {
         scale: f32,
         terms: Terms<Self>,
     ) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct AttentionBackward;
-
-        /// Saved for the backward pass: q, k, v, the dropout mask, the
-        /// weights, heads, scale, the relative term's sinusoids, and whether
-        /// the score bias is an input.
-        type State<B> = (
-            FloatTensor<B>,
-            FloatTensor<B>,
-            FloatTensor<B>,
-            Option<FloatTensor<B>>,
-            FloatTensor<B>,
-            usize,
-            f32,
-            Option<FloatTensor<B>>,
-            bool,
-        );
-
-        impl<B: SeqBackend> Backward<B, 5> for AttentionBackward {
-            type State = State<B>;
-
-            fn backward(self, ops: Ops<Self::State, 5>, grads: &mut Gradients, _: &mut Checkpointer) {
-                // An absent term's parent is q's node again: nothing is registered for it.
-                let [node_q, node_k, node_v, node_bias, node_qv] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (q, k, v, keep, weights, heads, scale, r, has_bias) = ops.state;
-                let node_bias = node_bias.filter(|_| has_bias);
-                let node_qv = node_qv.filter(|_| r.is_some());
-                let g = B::dense_attention_backward(
-                    t(q),
-                    t(k),
-                    t(v),
-                    keep.map(t),
-                    t(weights),
-                    t(grad),
-                    heads,
-                    scale,
-                    r.map(t),
-                    node_bias.is_some(),
-                );
-                for (node, g) in [(node_q, g.q), (node_k, g.k), (node_v, g.v)] {
-                    if let Some(node) = node {
-                        grads.register::<B>(node.id, p(g));
-                    }
-                }
-                if let (Some(node), Some(g)) = (node_bias, g.bias) {
-                    grads.register::<B>(node.id, p(g));
-                }
-                if let (Some(node), Some(g)) = (node_qv, g.qv) {
-                    grads.register::<B>(node.id, p(g));
-                }
-            }
-        }
-
         // The mask, the dropout mask and the sinusoids are constants: no gradient flows to them.
         let (key_mask, keep) = (key_mask.primitive, keep.map(|k| k.primitive));
         let bias = terms.bias.map(|x| x.into_primitive().tensor());
