@@ -72,16 +72,6 @@ pub struct RelativeTerm<B: Backend> {
     pub r: Tensor<B, 2>,
 }
 
-impl<B: Backend> Terms<B> {
-    pub fn none() -> Self {
-        Terms { bias: None, relative: None }
-    }
-
-    pub fn is_none(&self) -> bool {
-        self.bias.is_none() && self.relative.is_none()
-    }
-}
-
 /// The gradients of the operation's inputs.
 pub struct Grads<B: Backend> {
     /// `[B, Lq, H·Dh]`.
@@ -240,8 +230,9 @@ pub fn inference<B: Backend>(
         return composed_forward(q, k, v, key_mask, None, heads, scale, terms).0;
     }
     let (q, k, v) = (split(q, heads), split(k, heads), split(v, heads));
-    let bias = position_scores(terms, [b, heads, lq, lk], scale, &q.device()); // [B, H, Lq, Lk]
-                                                                               // Burn's mask marks the positions to hide; skip it when nothing is padded.
+    // The position terms go in as Burn's additive bias: [B, H, Lq, Lk].
+    let bias = position_scores(terms, [b, heads, lq, lk], scale, &q.device());
+    // Burn's mask marks the positions to hide; skip it when nothing is padded.
     let mask = m
         .iter()
         .any(|&x| x < 0.5)
