@@ -504,6 +504,18 @@ mod tests {
         }
     }
 
+    /// The largest difference between two sets of gradients, per parameter,
+    /// relative to the parameter's largest gradient (at least 1e-3).
+    fn worst_relative(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| {
+                let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+                worst / b.iter().map(|x| x.abs()).fold(1e-3f32, f32::max)
+            })
+            .fold(0.0, f32::max)
+    }
+
     /// Without dropout, a batch cut into parts gives the whole batch's loss
     /// and gradients; with dropout, the same seed gives the same result
     /// however the parts were scheduled.
@@ -525,13 +537,14 @@ mod tests {
                     (value - whole).abs() < 1e-4 * whole.abs(),
                     "{kind:?}, {shards} parts: loss {value} vs {whole}"
                 );
-                for (i, (a, b)) in flat(&model, &grads).iter().zip(&g_whole).enumerate() {
-                    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-                    let scale = b.iter().map(|x| x.abs()).fold(1e-3f32, f32::max);
-                    assert!(worst <= 1e-3 * scale, "{kind:?}, {shards} parts, parameter {i}: off by {worst}");
-                }
+                let worst = worst_relative(&flat(&model, &grads), &g_whole);
+                assert!(worst <= 1e-3, "{kind:?}, {shards} parts: gradients off by {worst} of their scale");
             }
-            // With dropout, from fresh models too.
+            // With dropout, from fresh models too. Other masks change the
+            // loss by percents; the same masks leave at most the rounding
+            // of the CPU's vector kernels, which is not promised to be
+            // the same from one run to the next on every CPU (CI once saw
+            // the BiLSTM's differ in the last bits).
             let runs: Vec<(f64, Vec<Vec<f32>>)> = (0..3)
                 .map(|_| {
                     let (model, batch) = setup(kind, 0.3);
@@ -539,10 +552,16 @@ mod tests {
                     (v, flat(&model, &g))
                 })
                 .collect();
+            for (v, g) in &runs[1..] {
+                let (v0, g0) = &runs[0];
+                assert!((v - v0).abs() <= 1e-6 * v0.abs(), "{kind:?}: the same seed, loss {v} vs {v0}");
+                let worst = worst_relative(g, g0);
+                assert!(worst <= 1e-5, "{kind:?}: the same seed, gradients off by {worst} of their scale");
+            }
             let (model, batch) = setup(kind, 0.3);
-            assert!(runs.iter().all(|r| *r == runs[0]), "{kind:?}: the same seed must give the same gradients");
             let (other, _) = loss_and_grads_in(&model, &batch, 3, 8, &device).unwrap();
-            assert_ne!(other, runs[0].0, "{kind:?}: another seed draws other dropout masks");
+            let v0 = runs[0].0;
+            assert!((other - v0).abs() > 1e-3 * v0.abs(), "{kind:?}: another seed draws other masks ({other} vs {v0})");
         }
     }
 
