@@ -67,10 +67,10 @@ def best_pytorch(tps, model, workload, impls=PYTORCH):
     return max(meds) if meds else None
 
 
-def bf16_section(tps, by_round, rounds):
+def bf16_section(tps, by_round, rounds, names):
     """The bf16 inference table: seqlab --precision bf16 against its own f32
     and against PyTorch's bf16 and f32 (the faster of each)."""
-    models = [m for m in ["bilstm", "attention"] if (m, "predict", "seqlab-bf16") in tps]
+    models = [m for m in names if (m, "predict", "seqlab-bf16") in tps]
     if not models:
         return []
     out = ["\n## bf16 inference\n"]
@@ -95,7 +95,7 @@ def bf16_section(tps, by_round, rounds):
         py_f32 = best_pytorch(tps, model, "predict")
         best_any = max([x for x in (py_bf, py_f32) if x], default=None)
         out.append(
-            f"| {model}-CRF | {fmt(f32)} | {fmt(bf)} | {bf / f32:.2f}× | {fmt(med(PYTORCH_BF16[0]))} | "
+            f"| {model} | {fmt(f32)} | {fmt(bf)} | {bf / f32:.2f}× | {fmt(med(PYTORCH_BF16[0]))} | "
             f"{fmt(med(PYTORCH_BF16[1]))} | {fmt(py_f32[0] if py_f32 else None)} | "
             f"{f'{bf / py_bf[0]:.2f}×' if py_bf else '–'} | **{f'{bf / best_any[0]:.2f}×' if best_any else '–'}** |"
         )
@@ -131,7 +131,9 @@ def main():
     rounds = max(r["round"] for r in rows)
     threads = meta.get("seqlab", {}).get("threads", "?")
     workers = meta.get("pytorch-workers", {}).get("threads", threads)
-    cases = [(m, w) for m in ["bilstm", "attention"] for w in ["train", "predict"] if (m, w, "seqlab") in tps]
+    # The models in the order they ran (the reference configs, then the shipped ones).
+    names = list(dict.fromkeys(r["model"] for r in rows))
+    cases = [(m, w) for m in names for w in ["train", "predict"] if (m, w, "seqlab") in tps]
     out = []
     out.append("# seqlab vs PyTorch: tokens per second, side by side\n")
     out.append(
@@ -139,7 +141,8 @@ def main():
         f"{rounds} rounds; in each, every workload ran once in each implementation, the order rotating "
         "from round to round. All ran the same batches (written by `seqlab bench train --dump`: "
         f"{meta['seqlab']['batch']} sentences, length-bucketed, {meta['seqlab']['steps']} timed after warm-up), "
-        f"with the reference configs of `benchmarks/configs`, seqlab and PyTorch at {threads} threads each; "
+        "with the reference configs of `benchmarks/configs` (ref-*) and the shipped ones of `experiments/configs`, "
+        f"seqlab and PyTorch at {threads} threads each; "
         f"PyTorch with OpenMP's default wait policy and with `OMP_WAIT_POLICY=PASSIVE`, and for predict also as "
         f"{workers} single-threaded processes tagging one batch each at a time. The ratio is seqlab over the "
         f"faster of PyTorch's two OpenMP settings. Data: {a.data}.\n"
@@ -163,7 +166,7 @@ def main():
         w = tps.get((model, workload, "pytorch-workers"))
         vs_workers = f"{ms / statistics.median(w):.2f}×" if w else "–"
         out.append(
-            f"| {model}-CRF | {workload} | {ms:,.0f} | {med((model, workload, 'pytorch'))} | "
+            f"| {model} | {workload} | {ms:,.0f} | {med((model, workload, 'pytorch'))} | "
             f"{med((model, workload, 'pytorch-passive'))} | {med((model, workload, 'pytorch-workers'))} | "
             f"**{ratio:.2f}×** | ≥ {target:.1f}× | {'yes' if ratio >= target else 'no'} | {vs_workers} |"
         )
@@ -178,7 +181,7 @@ def main():
             detail = " / ".join(f"{LABEL.get(i, i)} {got[i]:,.0f}" for i in (*PYTORCH, "pytorch-workers") if i in got)
             parts.append(f"round {r}: seqlab {got['seqlab']:,.0f}; {detail}: {got['seqlab'] / max(py):.2f}×")
         out.append(f"- {model} {workload}: " + "; ".join(parts))
-    out.extend(bf16_section(tps, by_round, rounds))
+    out.extend(bf16_section(tps, by_round, rounds, names))
     out.append("\n## Machine\n")
     out.append(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; {platform.system()} {platform.release()}")
     out.append(f"- CPU flags: {cpu_flags()}")

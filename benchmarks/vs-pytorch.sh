@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # seqlab against the PyTorch reference, side by side on the same batches.
 #
-# Both run the reference configs (benchmarks/configs) on the batches seqlab
-# writes with `bench train --dump`: ROUNDS rounds, each timing every
-# workload (train, predict) × model (bilstm, attention) once per
+# Both run the reference configs (benchmarks/configs/ref-*) and the shipped
+# taggers (experiments/configs/bilstm-crf.toml, attention-relative-crf.toml;
+# MODELS picks) on the batches seqlab writes with `bench train --dump`:
+# ROUNDS rounds, each timing every workload (train, predict) × model once per
 # implementation:
 #   seqlab            seqlab at THREADS threads
 #   pytorch           PyTorch at THREADS threads, OpenMP's default wait policy
@@ -45,8 +46,14 @@ raw="$out/raw.jsonl"
 : > "$raw"
 data_args=()
 if [ -n "$DATA" ]; then data_args=(--data "$DATA"); fi
-for model in bilstm attention; do
-    "$SEQLAB" --threads "$THREADS" bench train --config "benchmarks/configs/ref-$model-crf.toml" \
+# The reference configs (benchmarks/configs), then the shipped taggers as
+# shipped (experiments/configs).
+MODELS=${MODELS:-ref-bilstm-crf ref-attention-crf bilstm-crf attention-relative-crf}
+config() { # model → its config file
+    if [ -e "benchmarks/configs/$1.toml" ]; then echo "benchmarks/configs/$1.toml"; else echo "experiments/configs/$1.toml"; fi
+}
+for model in $MODELS; do
+    "$SEQLAB" --threads "$THREADS" bench train --config "$(config "$model")" \
         "${data_args[@]}" --steps "$STEPS" --dump "$out/batches-$model.json"
 done
 impls=(seqlab pytorch pytorch-passive pytorch-workers)
@@ -66,8 +73,8 @@ measure() { # impl model workload cfg
 for round in $(seq 1 "$ROUNDS"); do
     k=$(( (round - 1) % ${#impls[@]} ))
     order=("${impls[@]:k}" "${impls[@]:0:k}")
-    for model in bilstm attention; do
-        cfg="benchmarks/configs/ref-$model-crf.toml"
+    for model in $MODELS; do
+        cfg=$(config "$model")
         for workload in train predict; do
             for impl in "${order[@]}"; do
                 case "$impl" in pytorch-workers | *bf16*) [ "$workload" = train ] && continue ;; esac

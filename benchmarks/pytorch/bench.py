@@ -99,35 +99,49 @@ class CRF(nn.Module):
         return [row[:n] for row, n in zip(path.tolist(), lengths.tolist())]
 
 
-class Features(nn.Module):
-    """Word embedding + character CNN (max over real characters)."""
+UNK = 1  # corpus::vocab::UNK_ID: what word and character dropout turn ids into
+CAPS_CLASSES = 6  # corpus::shape::CAPS_CLASSES
 
-    def __init__(self, words, chars, f):
+
+class Features(nn.Module):
+    """Word embedding + character CNN (max over real characters), then the
+    capitalisation and character-bigram embeddings where the config has them
+    (seqlab's order)."""
+
+    def __init__(self, words, chars, bigrams, f):
         super().__init__()
         self.word = nn.Embedding(words, f["word_dim"])
         self.char = nn.Embedding(chars, f["char_dim"], padding_idx=0)
         k = f["char_kernel"]
         self.cnn = nn.Conv1d(f["char_dim"], f["char_filters"], k, padding=k // 2)
+        caps, bigram = f.get("caps_dim", 0), f.get("bigram_dim", 0) if bigrams else 0
+        self.caps = nn.Embedding(CAPS_CLASSES, caps) if caps else None
+        self.bigram = nn.Embedding(bigrams, bigram) if bigram else None
         self.dropout = nn.Dropout(f["dropout"])
-        self.dim = f["word_dim"] + f["char_filters"]
+        self.dim = f["word_dim"] + f["char_filters"] + caps + bigram
 
-    def forward(self, words, chars):
-        B, L, W = chars.shape
-        flat = chars.view(B * L, W)
+    def forward(self, b):
+        B, L, W = b["chars"].shape
+        flat = b["chars"].view(B * L, W)
         real = flat > 0
         c = self.cnn(self.char(flat).transpose(1, 2))  # [N, F, W]
         c = c.masked_fill(~real.unsqueeze(1), -1e4).max(dim=2).values
         c = c * real.any(dim=1, keepdim=True).to(c.dtype)
-        x = torch.cat([self.word(words), c.view(B, L, -1)], dim=2)
-        return self.dropout(x)
+        parts = [self.word(b["words"]), c.view(B, L, -1)]
+        if self.caps is not None:
+            parts.append(self.caps(b["caps"]))
+        if self.bigram is not None:
+            parts.append(self.bigram(b["bigrams"]))
+        return self.dropout(torch.cat(parts, dim=2))
 
 
 class BiLstmTagger(nn.Module):
-    def __init__(self, words, chars, tags, cfg):
+    def __init__(self, meta, cfg):
         super().__init__()
         m = cfg["model"]
         h = m["encoder"]["bilstm"]
-        self.features = Features(words, chars, m["features"])
+        self.features = Features(meta["words"], meta["chars"], meta.get("bigrams", 0), m["features"])
+        tags = meta["tags"]
         self.lstm = nn.LSTM(
             self.features.dim, h["hidden"], num_layers=h.get("layers", 1), bidirectional=True, batch_first=True
         )
@@ -135,11 +149,11 @@ class BiLstmTagger(nn.Module):
         self.emit = nn.Linear(2 * h["hidden"], tags)
         self.crf = CRF(tags)
 
-    def emissions(self, words, chars, lengths, mask):
-        x = self.features(words, chars)
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    def emissions(self, b):
+        x = self.features(b)
+        packed = pack_padded_sequence(x, b["lengths"].cpu(), batch_first=True, enforce_sorted=False)
         y, _ = self.lstm(packed)
-        y, _ = pad_packed_sequence(y, batch_first=True, total_length=words.shape[1])
+        y, _ = pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])
         return self.emit(self.dropout(y))
 
 
@@ -175,8 +189,9 @@ class EncoderLayer(nn.TransformerEncoderLayer):
         return super().forward(x, src_key_padding_mask=pad)
 
 
-def sinusoids(length, d):
-    pos = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+def sinusoids(length, d, first=0):
+    """Sinusoids of positions first, first + 1, … (length of them)."""
+    pos = torch.arange(first, first + length, dtype=torch.float32).unsqueeze(1)
     div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
     pe = torch.zeros(length, d)
     pe[:, 0::2] = torch.sin(pos * div)
@@ -184,22 +199,91 @@ def sinusoids(length, d):
     return pe
 
 
+def tener_shift(bd):
+    """TENER's `_shift` (fastNLP's RelativeMultiHeadAttn): [B, H, L, 2L]
+    scores against the relative positions −L … L−1 to [B, H, L, L], row i
+    column j the one of position j − i."""
+    B, H, L, _ = bd.shape
+    bd = torch.cat([bd, bd.new_zeros(B, H, L, 1)], dim=-1).view(B, H, -1, L)  # [B, H, 2L+1, L]
+    bd = bd[:, :, :-1].reshape(B, H, L, -1)  # [B, H, L, 2L]
+    return bd[:, :, :, L:]
+
+
+class RelativeAttention(nn.Module):
+    """TENER's relative multi-head attention (Yan et al. 2019) written as its
+    code writes it (einsum against a table of 2L relative positions, then
+    `tener_shift`), with seqlab's terms: scores (q_i + u)·k_j + (q_i + v)·r_{i−j},
+    r the sinusoids of the distance, divided by √d_head only when `scaled`;
+    q, k, v and output projections with biases, dropout on the weights."""
+
+    def __init__(self, d, heads, attention_dropout, scaled):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.u = nn.Parameter(nn.init.xavier_normal_(torch.zeros(heads, self.dh)))
+        self.v = nn.Parameter(nn.init.xavier_normal_(torch.zeros(heads, self.dh)))
+        self.dropout = nn.Dropout(attention_dropout)
+        self.scale = 1 / math.sqrt(self.dh) if scaled else 1.0
+        self.table = {}
+
+    def relative(self, L, device):
+        """[2L, Dh]: row c the sinusoids of distance L − c (so that after
+        the shift, column j of row i reads distance i − j)."""
+        if L not in self.table:
+            self.table[L] = sinusoids(2 * L, self.dh, first=-L + 1).flip(0).to(device)
+        return self.table[L]
+
+    def scores(self, q, k):
+        """[B, H, L, L] scores of q, k [B, H, L, Dh], before the mask."""
+        L = q.shape[2]
+        ac = torch.einsum("bhqd,bhkd->bhqk", q + self.u[:, None], k)  # [B, H, L, L]
+        bd = torch.einsum("bhqd,ld->bhql", q + self.v[:, None], self.relative(L, q.device))  # [B, H, L, 2L]
+        return (ac + tener_shift(bd)) * self.scale
+
+    def forward(self, x, pad):
+        B, L, D = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.heads, self.dh).permute(2, 0, 3, 1, 4)  # 3 × [B, H, L, Dh]
+        scores = self.scores(q, k).masked_fill(pad[:, None, None, :], float("-inf"))
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        return self.out(torch.matmul(weights, v).transpose(1, 2).reshape(B, L, D))
+
+
+class RelativeBlock(Block):
+    """`Block` with TENER's relative attention instead of nn.MultiheadAttention."""
+
+    def __init__(self, d, heads, ffn, dropout, attention_dropout, scaled):
+        super().__init__(d, heads, ffn, dropout, attention_dropout)
+        self.attention = RelativeAttention(d, heads, attention_dropout, scaled)
+
+    def forward(self, x, pad):
+        x = x + self.dropout(self.attention(self.norm1(x), pad))
+        return x + self.dropout(self.ff(self.norm2(x)))
+
+
 class AttentionTagger(nn.Module):
-    def __init__(self, words, chars, tags, cfg, layer="encoder-layer"):
+    def __init__(self, meta, cfg, layer="encoder-layer"):
         super().__init__()
         m = cfg["model"]
         a = m["encoder"]["attention"]
         d = a["d_model"]
-        Layer = {"encoder-layer": EncoderLayer, "blocks": Block}[layer]
-        self.features = Features(words, chars, m["features"])
+        self.position = a.get("position", "sinusoidal")
+        if self.position not in ("sinusoidal", "relative"):
+            raise SystemExit(f"position {self.position!r}: the reference has sinusoidal and relative")
+        if self.position == "sinusoidal" and not a.get("scaled", True):
+            raise SystemExit("unscaled attention: the reference has it with relative positions")
+        args = (d, a["heads"], a["ffn"], a["dropout"], a["attention_dropout"])
+        self.features = Features(meta["words"], meta["chars"], meta.get("bigrams", 0), m["features"])
         self.input = nn.Linear(self.features.dim, d)
-        self.blocks = nn.ModuleList(
-            [Layer(d, a["heads"], a["ffn"], a["dropout"], a["attention_dropout"]) for _ in range(a["layers"])]
-        )
+        if self.position == "relative":
+            self.blocks = nn.ModuleList([RelativeBlock(*args, a.get("scaled", True)) for _ in range(a["layers"])])
+        else:
+            Layer = {"encoder-layer": EncoderLayer, "blocks": Block}[layer]
+            self.blocks = nn.ModuleList([Layer(*args) for _ in range(a["layers"])])
         self.norm = nn.LayerNorm(d)
         self.dropout = nn.Dropout(a["dropout"])
-        self.emit = nn.Linear(d, tags)
-        self.crf = CRF(tags)
+        self.emit = nn.Linear(d, meta["tags"])
+        self.crf = CRF(meta["tags"])
         self.d = d
         # The position table, computed once (grown if a batch is longer).
         self.register_buffer("pe", sinusoids(512, d), persistent=False)
@@ -209,9 +293,12 @@ class AttentionTagger(nn.Module):
             self.pe = sinusoids(2 * L, self.d).to(self.pe.device)
         return self.pe[:L]
 
-    def emissions(self, words, chars, lengths, mask):
-        h = self.input(self.features(words, chars)) + self.positions(words.shape[1])
+    def emissions(self, b):
+        h = self.input(self.features(b))
+        if self.position == "sinusoidal":
+            h = h + self.positions(h.shape[1])
         h = self.dropout(h)
+        mask = b["mask"]
         pad = ~mask
         for block in self.blocks:
             h = block(h, pad)
@@ -220,18 +307,43 @@ class AttentionTagger(nn.Module):
 
 
 def load_batches(path, device):
+    """The dumped batches as dicts of tensors (words, chars, caps, bigrams,
+    tags, lengths, mask)."""
     with open(path) as f:
         d = json.load(f)
     out = []
     for b in d["batches"]:
         B, L, W = b["batch"], b["len"], b["word_len"]
-        words = torch.tensor(b["words"], dtype=torch.long).view(B, L)
-        chars = torch.tensor(b["chars"], dtype=torch.long).view(B, L, W)
-        tags = torch.tensor(b["tags"], dtype=torch.long).view(B, L)
-        lengths = torch.tensor(b["lengths"], dtype=torch.long)
-        mask = torch.arange(L).unsqueeze(0) < lengths.unsqueeze(1)
-        out.append(tuple(t.to(device) for t in (words, chars, tags, lengths, mask)))
+        t = {
+            "words": torch.tensor(b["words"], dtype=torch.long).view(B, L),
+            "chars": torch.tensor(b["chars"], dtype=torch.long).view(B, L, W),
+            "tags": torch.tensor(b["tags"], dtype=torch.long).view(B, L),
+            "lengths": torch.tensor(b["lengths"], dtype=torch.long),
+        }
+        for key in ("caps", "bigrams"):
+            if b.get(key):
+                t[key] = torch.tensor(b[key], dtype=torch.long).view(B, L)
+        t["mask"] = torch.arange(L).unsqueeze(0) < t["lengths"].unsqueeze(1)
+        out.append({k: v.to(device) for k, v in t.items()})
     return d, out
+
+
+def token_dropout(b, word, char):
+    """seqlab's training-time token dropout: each real word (and bigram)
+    becomes <unk> with probability `word`, each real character with `char`."""
+    if word == 0 and char == 0:
+        return b
+    b = dict(b)
+    if word > 0:
+        for key in ("words", "bigrams"):
+            if key in b:
+                drop = (torch.rand(b[key].shape, device=b[key].device) < word) & b["mask"]
+                b[key] = b[key].masked_fill(drop, UNK)
+    if char > 0:
+        chars = b["chars"]
+        drop = (torch.rand(chars.shape, device=chars.device) < char) & (chars != 0)
+        b["chars"] = chars.masked_fill(drop, UNK)
+    return b
 
 
 def selftest():
@@ -264,6 +376,17 @@ def selftest():
             assert torch.allclose(log_z[b], torch.logsumexp(scores, 0), atol=1e-5), b
             assert best[b] == list(paths[int(scores.argmax())]), (b, best[b])
     print("CRF gold score, partition function and Viterbi match brute force")
+    # TENER's shifted scores against the formula, term by term.
+    att = RelativeAttention(12, 3, 0.0, scaled=False)
+    q, k = torch.randn(2, 3, 6, 4), torch.randn(2, 3, 6, 4)
+    with torch.no_grad():
+        got = att.scores(q, k)
+        for i in range(6):
+            for j in range(6):
+                r = sinusoids(1, 4, first=i - j)[0]
+                want = ((q[:, :, i] + att.u) * k[:, :, j]).sum(-1) + (q[:, :, i] + att.v) @ r  # [B, H]
+                assert torch.allclose(got[:, :, i, j], want, atol=1e-5), (i, j)
+    print("relative attention scores match (q_i + u)·k_j + (q_i + v)·r_(i−j)")
 
 
 def build(args, device):
@@ -275,9 +398,9 @@ def build(args, device):
     meta, batches = load_batches(args.batches, device)
     kind = cfg["model"]["encoder"]["kind"]
     if kind == "bilstm":
-        model = BiLstmTagger(meta["words"], meta["chars"], meta["tags"], cfg)
+        model = BiLstmTagger(meta, cfg)
     else:
-        model = AttentionTagger(meta["words"], meta["chars"], meta["tags"], cfg, layer=args.layer)
+        model = AttentionTagger(meta, cfg, layer=args.layer)
     model = model.to(device)
     model.bf16 = getattr(args, "bf16", None)
     if model.bf16 == "cast":
@@ -291,15 +414,18 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def time_train(cfg, model, batches, warmup, device):
+def time_train(cfg, meta, model, batches, warmup, device):
+    """seqlab's training step: token dropout at the rates seqlab's dump
+    names, the loss, its gradients, clipping and Adam."""
     t = cfg["train"]
     opt = torch.optim.Adam(model.parameters(), lr=t["lr"])
+    word, char = meta.get("word_dropout", 0.0), meta.get("char_dropout", 0.0)
     model.train()
 
     def step(b):
-        words, chars, tags, lengths, mask = b
+        b = token_dropout(b, word, char)
         opt.zero_grad(set_to_none=True)
-        loss = model.crf.nll(model.emissions(words, chars, lengths, mask), tags, mask, lengths)
+        loss = model.crf.nll(model.emissions(b), b["tags"], b["mask"], b["lengths"])
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), t.get("grad_clip", 5.0))
         opt.step()
@@ -316,12 +442,11 @@ def time_train(cfg, model, batches, warmup, device):
 
 def tag(model, b):
     """Tags of one batch: the number of tags decoded."""
-    words, chars, _, lengths, mask = b
     autocast = getattr(model, "bf16", None) == "autocast"
     with torch.inference_mode():
-        with torch.autocast(words.device.type, dtype=torch.bfloat16, enabled=autocast):
-            em = model.emissions(words, chars, lengths, mask)
-        return sum(map(len, model.crf.decode(em.float(), mask, lengths)))
+        with torch.autocast(b["words"].device.type, dtype=torch.bfloat16, enabled=autocast):
+            em = model.emissions(b)
+        return sum(map(len, model.crf.decode(em.float(), b["mask"], b["lengths"])))
 
 
 def time_predict(model, batches, warmup, device):
@@ -416,10 +541,10 @@ def main():
         cfg, meta, batches, model = build(args, device)
         warmup = meta["warmup"]
         timed = batches[warmup:]
-        tokens = int(sum(b[3].sum().item() for b in timed))
-        batch = timed[0][0].shape[0] if timed else 0
+        tokens = int(sum(b["lengths"].sum().item() for b in timed))
+        batch = timed[0]["words"].shape[0] if timed else 0
         if args.workload == "train":
-            seconds, decoded = time_train(cfg, model, batches, warmup, device), tokens
+            seconds, decoded = time_train(cfg, meta, model, batches, warmup, device), tokens
         else:
             seconds, decoded = time_predict(model, batches, warmup, device)
         threads = torch.get_num_threads()

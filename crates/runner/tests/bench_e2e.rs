@@ -82,6 +82,40 @@ fn bench_reports_tokens_per_second_of_the_batches_it_dumps() {
     assert_eq!(Some(timed), bench("train", BILSTM, &[])["tokens"].as_u64());
 }
 
+/// The shipped BiLSTM-CRF's dump carries what its PyTorch twin needs beyond
+/// words and characters: capitalisation ids, the (absent, on word data)
+/// bigrams and the training step's token dropout rates.
+#[test]
+fn the_dump_carries_capitalisation_bigrams_and_token_dropout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.json");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments/configs/bilstm-crf.toml");
+    let mut args = vec!["bench", "train", "--config", config, "--batch", "8", "--steps", "2", "--warmup", "1"];
+    args.extend(["--dump", file.to_str().unwrap()]);
+    args.extend(SMALL);
+    ok(seqlab(&args));
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // bilstm-crf.toml: word dropout 0.15 on word-level data, character dropout 0.1, bigrams only on characters.
+    assert_eq!(
+        (d["word_dropout"].as_f64(), d["char_dropout"].as_f64()),
+        (Some(0.15), Some(0.1)),
+        "{}",
+        d["word_dropout"]
+    );
+    assert_eq!(d["bigrams"].as_u64(), Some(0));
+    for b in d["batches"].as_array().unwrap() {
+        let cells = (b["batch"].as_u64().unwrap() * b["len"].as_u64().unwrap()) as usize;
+        let caps = b["caps"].as_array().unwrap();
+        assert_eq!(caps.len(), cells);
+        assert!(caps.iter().all(|c| c.as_u64().is_some_and(|c| c < 6)), "{caps:?}");
+        assert!(caps.iter().any(|c| c.as_u64() != Some(0)), "generated words have capitals");
+        assert!(
+            b["bigrams"].as_array().unwrap().iter().all(|x| x.as_u64() == Some(0)),
+            "no bigram ids without bigrams"
+        );
+    }
+}
+
 #[test]
 fn bench_reads_a_dataset_folder_and_a_qa_config_needs_one() {
     let dir = tempfile::tempdir().unwrap();

@@ -285,9 +285,12 @@ pub fn report(workload: Workload, cfg: &RunConfig, opts: &BenchOptions, t: &Timi
     })
 }
 
-/// The batches as JSON: sizes of the vocabularies and, per batch, the
-/// padded `[B, L]` word ids, `[B, L, W]` character ids, tag ids and lengths.
-pub fn dump(path: &std::path::Path, prep: &Prepared, batches: &[Batch], warmup: usize) -> Result<()> {
+/// The batches as JSON for the PyTorch reference: sizes of the
+/// vocabularies, the training step's token dropout rates and, per batch,
+/// the padded `[B, L]` word, capitalisation and bigram ids, `[B, L, W]`
+/// character ids, tag ids and lengths.
+pub fn dump(path: &std::path::Path, cfg: &RunConfig, prep: &Prepared, batches: &[Batch], warmup: usize) -> Result<()> {
+    let dropout = TokenDropout::of(cfg, prep.vocabs.tokenization());
     let batches = batches
         .iter()
         .map(|b| match b {
@@ -299,10 +302,15 @@ pub fn dump(path: &std::path::Path, prep: &Prepared, batches: &[Batch], warmup: 
         "words": prep.vocabs.words.len(),
         "chars": prep.vocabs.chars.len(),
         "tags": prep.vocabs.tags.len(),
+        // The bigram vocabulary's size when the tagger reads bigrams (0: none).
+        "bigrams": prep.vocabs.bigrams.as_ref().map_or(0, |v| v.len()),
+        // The training step's token dropout (`TokenDropout`), at the rates of this data.
+        "word_dropout": dropout.word,
+        "char_dropout": dropout.char,
         "warmup": warmup,
         "batches": batches.iter().map(|b| json!({
             "batch": b.batch, "len": b.len, "word_len": b.word_len, "lengths": b.lengths,
-            "words": b.words, "chars": b.chars, "tags": b.tags,
+            "words": b.words, "chars": b.chars, "caps": b.caps, "bigrams": b.bigrams, "tags": b.tags,
         })).collect::<Vec<_>>(),
     });
     corpus::io::write_atomic(path, serde_json::to_string(&v)?)

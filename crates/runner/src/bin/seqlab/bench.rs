@@ -59,7 +59,7 @@ pub fn throughput(args: BenchRunArgs, workload: Workload) -> Result<()> {
     let (cfg, prep, ds) = throughput::load(&args.config, &args.set, &opts)?;
     if let Some(path) = &args.dump {
         let batches = throughput::training_batches(&prep, &opts);
-        throughput::dump(path, &prep, &batches, args.warmup)?;
+        throughput::dump(path, &cfg, &prep, &batches, args.warmup)?;
         let warmup = args.warmup.min(batches.len());
         let tokens = throughput::real_tokens(&batches[warmup..]);
         eprintln!("wrote {} batches ({warmup} warm-up, {tokens} timed tokens) to {}", batches.len(), path.display());
