@@ -544,7 +544,8 @@ mod tests {
             // loss by percents; the same masks leave at most the rounding
             // of the CPU's vector kernels, which is not promised to be
             // the same from one run to the next on every CPU (CI once saw
-            // the BiLSTM's differ in the last bits).
+            // the BiLSTM's gradients differ, on a CPU where this one never
+            // reproduced it).
             let runs: Vec<(f64, Vec<Vec<f32>>)> = (0..3)
                 .map(|_| {
                     let (model, batch) = setup(kind, 0.3);
