@@ -355,7 +355,9 @@ def load_batches(path, device):
             "tags": torch.tensor(b["tags"], dtype=torch.long).view(B, L),
             "lengths": torch.tensor(b["lengths"], dtype=torch.long),
         }
-        for key in ("caps", "bigrams"):
+        # Bigram ids only where the tagger reads bigrams (elsewhere the dump's
+        # are padding, which token dropout must not touch, as in seqlab).
+        for key in ("caps", "bigrams") if d.get("bigrams") else ("caps",):
             if b.get(key):
                 t[key] = torch.tensor(b[key], dtype=torch.long).view(B, L)
         t["mask"] = torch.arange(L).unsqueeze(0) < t["lengths"].unsqueeze(1)
